@@ -1,0 +1,52 @@
+"""
+The service that owns the current snapshot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from twisted.application.service import Service
+from twisted.logger import Logger
+
+from reviewsd.links import Links
+from reviewsd.loading import load_dataset
+from reviewsd.snapshot import Snapshot, build_snapshot
+
+log = Logger()
+
+
+def load_snapshot(
+    directory: Path, links: Links, previous: Snapshot | None = None
+) -> Snapshot:
+    """
+    Read, check and render a data directory: blocking work that belongs in a
+    worker thread, or before the reactor runs.
+
+    @raise reviewsd.loading.DataError: the directory cannot be published.
+    """
+    sources, dataset = load_dataset(directory)
+    return build_snapshot(dataset, links, sources.last_modified(), previous)
+
+
+class ReviewsData(Service):
+    """
+    Holds the snapshot every request reads; replacing it is one assignment,
+    so a request sees all of one generation or all of the next.
+    """
+
+    def __init__(self, directory: Path, snapshot: Snapshot) -> None:
+        self.directory = directory
+        self.snapshot = snapshot
+
+    def startService(self) -> None:
+        super().startService()
+        dataset = self.snapshot.dataset
+        log.info(
+            "Publishing {count} reviews of {business} from {directory}"
+            " ({unpublished} unverified left out)",
+            count=len(dataset.reviews),
+            business=dataset.business.name,
+            directory=str(self.directory),
+            unpublished=dataset.unpublished,
+        )

@@ -1,0 +1,275 @@
+"""
+C{twistd reviewsd}: the options, and the wiring of the services they name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from twisted.application.internet import StreamServerEndpointService
+from twisted.application.service import IService, MultiService
+from twisted.internet.endpoints import serverFromString
+from twisted.internet.error import CannotListenError
+from twisted.internet.interfaces import IReactorCore
+from twisted.internet.testing import MemoryReactor
+from twisted.python import usage
+
+from reviewsd import __version__
+from reviewsd.http import make_site
+from reviewsd.links import Links
+from reviewsd.loading import DEMO_DATA, DataError
+from reviewsd.service import ReviewsData, load_snapshot
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_LISTEN = "tcp:8080:interface=127.0.0.1"
+
+_PATH_OPTIONS = ("data", "state-dir")
+
+
+def _default_state_dir() -> Path:
+    """systemd's C{StateDirectory=}, else the XDG per-user state directory."""
+    systemd = os.environ.get("STATE_DIRECTORY")
+    if systemd:
+        return Path(systemd.split(":")[0])
+    xdg = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(xdg) / "reviewsd"
+
+
+def _endpoint_parts(description: str) -> tuple[str, list[str], dict[str, str]]:
+    """Split an endpoint string as Twisted does: C{:} separates, C{\\:} escapes."""
+    fields = [
+        f.replace("\\:", ":").replace("\\\\", "\\")
+        for f in re.split(r"(?<!\\):", description)
+    ]
+    args: list[str] = []
+    kwargs: dict[str, str] = {}
+    for field in fields[1:]:
+        name, sep, value = field.partition("=")
+        if sep:
+            kwargs[name] = value
+        else:
+            args.append(field)
+    return fields[0].lower(), args, kwargs
+
+
+def base_url_for(listen: str) -> str:
+    """
+    The URL a local client reaches a C{--listen} endpoint at.
+
+    @raise usage.UsageError: the endpoint does not say (UNIX sockets, systemd
+        sockets, port 0), so C{--base-url} must.
+    """
+    kind, args, kwargs = _endpoint_parts(listen)
+    schemes = {"tcp": "http", "tcp6": "http", "ssl": "https"}
+    port = kwargs.get("port") or (args[0] if args else "")
+    if kind not in schemes or not port.isdigit() or int(port) == 0:
+        raise usage.UsageError(
+            f"--base-url is needed: the public URL of --listen {listen!r} "
+            "cannot be derived"
+        )
+    scheme = schemes[kind]
+    host = kwargs.get("interface", "")
+    if host in ("", "0.0.0.0", "::"):
+        host = "localhost"
+    elif ":" in host:
+        host = f"[{host}]"
+    default_port = {"http": 80, "https": 443}[scheme]
+    suffix = "" if int(port) == default_port else f":{int(port)}"
+    return f"{scheme}://{host}{suffix}"
+
+
+def _check_base_url(value: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or parts.username is not None
+        or any(c.isspace() for c in value)
+    ):
+        raise usage.UsageError(
+            f"--base-url {value!r}: give an absolute http(s) URL without "
+            "query, fragment or user name, such as https://reviews.example.com"
+        )
+    return value.rstrip("/")
+
+
+class Options(usage.Options):
+    synopsis = "[options]"
+    longdesc = (
+        "Serve one business's verified customer reviews, their insights and "
+        "feeds as a public, read-only data service. With no options it serves "
+        "the bundled demo data on http://127.0.0.1:8080/."
+    )
+
+    optParameters = [
+        [
+            "listen",
+            None,
+            None,
+            f"Twisted endpoint string to listen on [default: {DEFAULT_LISTEN}].",
+        ],
+        [
+            "base-url",
+            None,
+            None,
+            "Public URL prefix used in feeds, topics and links "
+            "[default: derived from --listen].",
+        ],
+        [
+            "data",
+            None,
+            None,
+            "Data directory: business.json plus reviews.json or reviews.jsonl "
+            "[default: the bundled demo data].",
+        ],
+        [
+            "state-dir",
+            None,
+            None,
+            "Where persistent state is kept [default: $STATE_DIRECTORY, else "
+            "$XDG_STATE_HOME/reviewsd].",
+        ],
+        [
+            "config",
+            None,
+            None,
+            "TOML file holding any of these options as top-level keys named "
+            "like the long options; the command line wins.",
+        ],
+    ]
+
+    _failed = False
+
+    def opt_version(self) -> None:
+        """Print the version and exit."""
+        print(f"reviewsd {__version__.public()}")
+        sys.exit(0)
+
+    def getUsage(self, width: int | None = None) -> str:
+        # twistd prints the whole usage text before a usage error; after a
+        # bad value one pointer to --help is what the operator needs.
+        if self._failed:
+            return "Run 'twistd reviewsd --help' for the list of options."
+        return super().getUsage(width)
+
+    def parseOptions(self, options: list[str] | None = None) -> None:
+        try:
+            super().parseOptions(options)
+        except usage.UsageError:
+            self._failed = True
+            raise
+
+    def _merge_config(self, path: Path) -> None:
+        try:
+            with path.open("rb") as f:
+                config = tomllib.load(f)
+        except OSError as e:
+            raise usage.UsageError(f"--config {path}: {e.strerror}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise usage.UsageError(f"--config {path}: invalid TOML: {e}") from None
+        known = [name for name, *_ in self.optParameters if name != "config"]
+        for key, value in config.items():
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise usage.UsageError(
+                    f"--config {path}: unknown key {key!r} (known keys: "
+                    f"{', '.join(known)}){hint}"
+                )
+            if not isinstance(value, str):
+                raise usage.UsageError(
+                    f"--config {path}: key {key!r} must be a string, "
+                    f"got {type(value).__name__}"
+                )
+            if self[key] is None:
+                if key in _PATH_OPTIONS:
+                    value = str(path.parent / Path(value).expanduser())
+                self[key] = value
+
+    def postOptions(self) -> None:
+        if self["config"] is not None:
+            self._merge_config(Path(self["config"]).expanduser())
+        if self["listen"] is None:
+            self["listen"] = DEFAULT_LISTEN
+        try:
+            serverFromString(MemoryReactor(), self["listen"])
+        except Exception as e:
+            raise usage.UsageError(f"--listen {self['listen']!r}: {e}") from None
+        if self["base-url"] is None:
+            self["base-url"] = base_url_for(self["listen"])
+        self["base-url"] = _check_base_url(self["base-url"])
+        data = DEMO_DATA if self["data"] is None else Path(self["data"]).expanduser()
+        if not data.is_dir():
+            raise usage.UsageError(f"--data {str(data)!r}: no such directory")
+        self["data"] = data
+        state = (
+            _default_state_dir()
+            if self["state-dir"] is None
+            else Path(self["state-dir"]).expanduser()
+        )
+        if state.exists() and not state.is_dir():
+            raise usage.UsageError(f"--state-dir {str(state)!r}: not a directory")
+        self["state-dir"] = state
+
+
+class _Listener(StreamServerEndpointService):
+    """A listening port whose failure to listen stops start-up in one line."""
+
+    _raiseSynchronously = True
+
+    def __init__(self, description: str, *args: Any) -> None:
+        super().__init__(*args)
+        self._description = description
+
+    def privilegedStartService(self) -> None:
+        try:
+            super().privilegedStartService()
+        except CannotListenError as e:
+            raise SystemExit(
+                f"reviewsd: cannot listen on {self._description!r}: "
+                f"{e.socketError or e}"
+            ) from None
+
+
+def makeService(options: Options, reactor: IReactorCore | None = None) -> IService:
+    """
+    Load the data, then wire the services; a data directory that cannot be
+    published stops start-up here, before twistd daemonizes, with one line.
+    """
+    if reactor is None:
+        from twisted.internet import reactor as default
+
+        reactor = default
+    try:
+        options["state-dir"].mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:
+        raise SystemExit(
+            f"reviewsd: --state-dir {str(options['state-dir'])!r}: {e.strerror}"
+        ) from None
+    try:
+        snapshot = load_snapshot(options["data"], Links(options["base-url"]))
+    except DataError as e:
+        raise SystemExit(f"reviewsd: cannot publish the data: {e}") from None
+
+    top = MultiService()
+    data = ReviewsData(options["data"], snapshot)
+    data.setServiceParent(top)
+    _Listener(
+        options["listen"],
+        serverFromString(reactor, options["listen"]),
+        make_site(data),
+    ).setServiceParent(top)
+    return top

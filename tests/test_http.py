@@ -1,0 +1,245 @@
+"""
+HTTP behaviour of the document endpoints, in memory: validators, conditional
+requests, HEAD, gzip, CORS and JSON errors.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from email.utils import formatdate
+from typing import Any
+
+from treq import content
+from treq.testing import RequestTraversalAgent
+from twisted.trial.unittest import SynchronousTestCase
+from twisted.web.http_headers import Headers
+from twisted.web.test.requesthelper import DummyRequest
+
+from reviewsd.http import accepts_gzip, make_site, serve_document
+from reviewsd.loading import DEMO_DATA
+from tests.support import Holder, snapshot_of
+
+URL = "http://reviews.example.com"
+DOCUMENTS = {
+    "/reviews.json": "application/json",
+    "/api/feed.json": "application/json",
+    "/feed.xml": "application/atom+xml",
+}
+SNAPSHOT = snapshot_of(DEMO_DATA)
+
+
+class Answer:
+    """
+    A response as sent: read through the bare agent, because treq would ask
+    for gzip and decode it, and Twisted's client hides Content-Length.
+    """
+
+    def __init__(self, response: Any, body: bytes) -> None:
+        self.code = response.code
+        self.headers = response.headers
+        self.body = body
+        self.length = response.length
+
+    def header(self, name: str) -> str | None:
+        values = self.headers.getRawHeaders(name.encode("ascii"))
+        return None if values is None else values[-1].decode("latin-1")
+
+
+class DocumentHTTPTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.agent = RequestTraversalAgent(make_site(Holder(SNAPSHOT)).resource)
+
+    def request(self, method: str, path: str, **headers: str) -> Answer:
+        response = self.successResultOf(
+            self.agent.request(
+                method.encode("ascii"),
+                (URL + path).encode("ascii"),
+                Headers({k.replace("_", "-"): [v] for k, v in headers.items()}),
+            )
+        )
+        return Answer(response, self.successResultOf(content(response)))
+
+    def test_get(self) -> None:
+        """Every document answers with its bytes, type, validators and CORS."""
+        for path, content_type in DOCUMENTS.items():
+            answer = self.request("GET", path)
+            document = SNAPSHOT.documents[path]
+            self.assertEqual(answer.code, 200)
+            self.assertEqual(answer.body, document.identity.body)
+            self.assertEqual(answer.header("Content-Type"), content_type)
+            self.assertEqual(answer.length, len(answer.body))
+            etag = answer.header("ETag")
+            assert etag is not None
+            self.assertRegex(etag, r'^"[A-Za-z0-9_-]{22}"$')
+            self.assertEqual(
+                answer.header("Last-Modified"),
+                formatdate(document.last_modified, usegmt=True),
+            )
+            self.assertEqual(answer.header("Access-Control-Allow-Origin"), "*")
+            self.assertEqual(answer.header("Vary"), "Accept-Encoding")
+            self.assertIn('rel="hub"', answer.header("Link") or "")
+            self.assertIn(
+                f'<https://reviews.example.com{path}>; rel="self"',
+                answer.header("Link") or "",
+            )
+
+    def test_query_string_ignored(self) -> None:
+        self.assertEqual(self.request("GET", "/reviews.json?x=1").code, 200)
+
+    def test_if_none_match(self) -> None:
+        """A matching tag (alone, in a list, weak, or *) gives 304 with no body."""
+        etag = self.request("GET", "/feed.xml").header("ETag")
+        assert etag is not None
+        for value in (etag, f'"nope", {etag}', f"W/{etag}", "*", f' "a" ,W/{etag} '):
+            answer = self.request("GET", "/feed.xml", If_None_Match=value)
+            self.assertEqual((answer.code, answer.body), (304, b""), value)
+            self.assertEqual(answer.header("ETag"), etag)
+            self.assertIsNotNone(answer.header("Last-Modified"))
+        for value in ('"nope"', etag.strip('"'), 'W/"other"'):
+            self.assertEqual(
+                self.request("GET", "/feed.xml", If_None_Match=value).code, 200, value
+            )
+
+    def test_if_modified_since(self) -> None:
+        last = self.request("GET", "/reviews.json").header("Last-Modified")
+        assert last is not None
+        earlier = formatdate(
+            SNAPSHOT.documents["/reviews.json"].last_modified - 1, usegmt=True
+        )
+        later = formatdate(
+            SNAPSHOT.documents["/reviews.json"].last_modified + 3600, usegmt=True
+        )
+        self.assertEqual(
+            self.request("GET", "/reviews.json", If_Modified_Since=last).code, 304
+        )
+        self.assertEqual(
+            self.request("GET", "/reviews.json", If_Modified_Since=later).code, 304
+        )
+        self.assertEqual(
+            self.request("GET", "/reviews.json", If_Modified_Since=earlier).code, 200
+        )
+        self.assertEqual(
+            self.request("GET", "/reviews.json", If_Modified_Since="yesterday").code,
+            200,
+        )
+
+    def test_if_none_match_decides_over_if_modified_since(self) -> None:
+        last = self.request("GET", "/reviews.json").header("Last-Modified")
+        answer = self.request(
+            "GET",
+            "/reviews.json",
+            If_None_Match='"stale"',
+            If_Modified_Since=last or "",
+        )
+        self.assertEqual(answer.code, 200)
+
+    def test_head(self) -> None:
+        for path in DOCUMENTS:
+            get = self.request("GET", path)
+            head = self.request("HEAD", path)
+            self.assertEqual((head.code, head.body), (200, b""))
+            for name in ("ETag", "Content-Type", "Last-Modified"):
+                self.assertEqual(head.header(name), get.header(name), name)
+            etag = get.header("ETag") or ""
+            self.assertEqual(self.request("HEAD", path, If_None_Match=etag).code, 304)
+
+    def test_gzip(self) -> None:
+        """gzip when accepted, with its own strong tag, decoding to the same bytes."""
+        plain = self.request("GET", "/reviews.json")
+        packed = self.request(
+            "GET", "/reviews.json", Accept_Encoding="gzip, deflate, br"
+        )
+        self.assertEqual(packed.header("Content-Encoding"), "gzip")
+        self.assertEqual(packed.length, len(packed.body))
+        self.assertLess(len(packed.body), len(plain.body) // 3)
+        self.assertEqual(gzip.decompress(packed.body), plain.body)
+        self.assertNotEqual(packed.header("ETag"), plain.header("ETag"))
+        again = self.request(
+            "GET",
+            "/reviews.json",
+            Accept_Encoding="gzip",
+            If_None_Match=packed.header("ETag") or "",
+        )
+        self.assertEqual(again.code, 304)
+        refused = self.request(
+            "GET", "/reviews.json", Accept_Encoding="gzip;q=0, identity"
+        )
+        self.assertIsNone(refused.header("Content-Encoding"))
+        self.assertEqual(refused.body, plain.body)
+
+    def test_accept_encoding_parsing(self) -> None:
+        for value, expected in [
+            (None, False),
+            (b"", False),
+            (b"identity", False),
+            (b"gzip", True),
+            (b"GZIP", True),
+            (b"x-gzip", True),
+            (b"br;q=1.0, gzip;q=0.5", True),
+            (b"gzip;q=0", False),
+            (b"gzip;q=0.0, *;q=1", False),
+            (b"*", True),
+            (b"*;q=0", False),
+            (b"gzip;q=bogus", False),
+        ]:
+            self.assertEqual(accepts_gzip(value), expected, value)
+
+    def test_authorization_ignored(self) -> None:
+        plain = self.request("GET", "/reviews.json")
+        with_auth = self.request(
+            "GET", "/reviews.json", Authorization="Bearer nonsense"
+        )
+        self.assertEqual((with_auth.code, with_auth.body), (200, plain.body))
+
+    def test_not_found_is_json(self) -> None:
+        for path in ("/", "/nope", "/reviews.json/", "/api/feed.xml", "/" + "a" * 5000):
+            answer = self.request("GET", path)
+            self.assertEqual(answer.code, 404, path)
+            self.assertEqual(answer.header("Content-Type"), "application/json")
+            error = json.loads(answer.body)
+            self.assertEqual(error["error"], "not_found")
+            self.assertIsInstance(error["message"], str)
+
+    def test_undecodable_path_is_a_json_400(self) -> None:
+        for path in ("/%ff%00", "/api/%c3%28"):
+            answer = self.request("GET", path)
+            self.assertEqual(answer.code, 400, path)
+            self.assertEqual(json.loads(answer.body)["error"], "bad_request")
+
+    def test_method_not_allowed_is_json(self) -> None:
+        for method in ("POST", "PUT", "DELETE", "PATCH"):
+            answer = self.request(method, "/api/feed.json")
+            self.assertEqual(answer.code, 405)
+            self.assertEqual(answer.header("Allow"), "GET, HEAD, OPTIONS")
+            self.assertEqual(json.loads(answer.body)["error"], "method_not_allowed")
+
+    def test_cors_preflight(self) -> None:
+        answer = self.request(
+            "OPTIONS",
+            "/reviews.json",
+            Origin="https://app.example",
+            Access_Control_Request_Method="GET",
+            Access_Control_Request_Headers="if-none-match",
+        )
+        self.assertEqual(answer.code, 204)
+        self.assertEqual(answer.header("Access-Control-Allow-Origin"), "*")
+        self.assertIn(
+            "If-None-Match", answer.header("Access-Control-Allow-Headers") or ""
+        )
+
+
+class PrecomputedTests(SynchronousTestCase):
+    """Serving a document hands out bytes built once, not per request."""
+
+    def test_bytes_are_shared(self) -> None:
+        document = SNAPSHOT.documents["/reviews.json"]
+        assert document.gzipped is not None
+        for encoding, expected in (
+            (b"gzip", document.gzipped.body),
+            (b"", document.identity.body),
+        ):
+            for _ in range(2):
+                request = DummyRequest([b"reviews.json"])
+                request.requestHeaders.setRawHeaders(b"accept-encoding", [encoding])
+                self.assertIs(serve_document(request, document), expected)

@@ -1,0 +1,298 @@
+"""
+The real daemon: C{twistd -n reviewsd} in its own process, spoken to over
+real sockets, plain and TLS.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import trustme
+from treq.client import HTTPClient
+from twisted.internet import defer, protocol, reactor, task
+from twisted.internet.error import (
+    ConnectionRefusedError,
+    ProcessDone,
+    ProcessTerminated,
+)
+from twisted.internet.ssl import Certificate
+from twisted.internet.threads import deferToThread
+from twisted.internet.utils import getProcessOutputAndValue
+from twisted.python.failure import Failure
+from twisted.trial.unittest import TestCase
+from twisted.web.client import Agent, BrowserLikePolicyForHTTPS
+
+import reviewsd
+from tests.feedvalidation import atom_problems, json_feed_problems
+from tests.support import review, write_data
+
+SOURCE_ROOT = str(Path(reviewsd.__file__).resolve().parent.parent)
+TWISTD = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()"]
+
+
+def environment() -> dict[str, str]:
+    """Run the same reviewsd the tests import, found as a plugin."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (SOURCE_ROOT, env.get("PYTHONPATH")) if p
+    )
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _Daemon(protocol.ProcessProtocol):
+    def __init__(self) -> None:
+        self.output = b""
+        self.ended: defer.Deferred[None] = defer.Deferred()
+
+    def outReceived(self, data: bytes) -> None:
+        self.output += data
+
+    errReceived = outReceived
+
+    def processEnded(self, reason: Failure) -> None:
+        reason.trap(ProcessDone, ProcessTerminated)
+        self.ended.callback(None)
+
+
+class DaemonTestCase(TestCase):
+    timeout = 60
+
+    @defer.inlineCallbacks
+    def start(self, base: str, *argv: str, client: HTTPClient | None = None) -> Any:
+        """Start twistd, and wait until it answers at C{base}."""
+        self.base = base
+        self.client = client or HTTPClient(Agent(reactor))
+        workdir = self.mktemp()
+        os.makedirs(workdir)
+        self.daemon = _Daemon()
+        process = reactor.spawnProcess(
+            self.daemon,
+            sys.executable,
+            [
+                *TWISTD,
+                "--nodaemon",
+                "--pidfile=",
+                "reviewsd",
+                "--state-dir",
+                os.path.join(workdir, "state"),
+                *argv,
+            ],
+            env=environment(),
+            path=workdir,
+        )
+
+        def stop() -> defer.Deferred[None]:
+            if not self.daemon.ended.called:
+                process.signalProcess(signal.SIGTERM)
+            return self.daemon.ended
+
+        self.addCleanup(stop)
+        for _ in range(300):
+            if self.daemon.ended.called:
+                self.fail(f"twistd exited:\n{self.daemon.output.decode()}")
+            try:
+                yield self.client.get(base + "/reviews.json")
+            except ConnectionRefusedError:
+                yield task.deferLater(reactor, 0.1, lambda: None)
+            else:
+                return
+        self.fail(f"twistd never answered:\n{self.daemon.output.decode()}")
+
+
+class PlainHTTPTests(DaemonTestCase):
+    def setUp(self) -> None:
+        self.port = free_port()
+        self.listen = f"tcp:{self.port}:interface=127.0.0.1"
+
+    @defer.inlineCallbacks
+    def test_serves_demo_data(self) -> Any:
+        """With no --data it serves the bundled demo business."""
+        yield self.start(f"http://127.0.0.1:{self.port}", "--listen", self.listen)
+        response = yield self.client.get(self.base + "/reviews.json")
+        self.assertEqual(response.code, 200)
+        document = yield response.json()
+        self.assertEqual(document["business"]["name"], "Thimbleberry Home Services")
+        self.assertGreaterEqual(document["aggregate_rating"]["review_count"], 200)
+
+        etag = response.headers.getRawHeaders("etag")[0]
+        again = yield self.client.get(
+            self.base + "/reviews.json", headers={"If-None-Match": etag}
+        )
+        self.assertEqual(again.code, 304)
+        self.assertEqual((yield again.content()), b"")
+
+        feed = yield (yield self.client.get(self.base + "/api/feed.json")).json()
+        self.assertEqual(json_feed_problems(feed), [])
+        self.assertEqual(
+            feed["feed_url"], f"http://127.0.0.1:{self.port}/api/feed.json"
+        )
+        atom = yield self.client.get(self.base + "/feed.xml")
+        self.assertEqual(
+            atom.headers.getRawHeaders("content-type"), ["application/atom+xml"]
+        )
+        self.assertEqual(atom_problems((yield atom.content())), [])
+
+        missing = yield self.client.get(self.base + "/nothing-here")
+        self.assertEqual(missing.code, 404)
+        self.assertEqual((yield missing.json())["error"], "not_found")
+
+    @defer.inlineCallbacks
+    def test_wire_format(self) -> Any:
+        """
+        The bytes on the wire: a 304 carries no Content-Length (RFC 9110
+        8.6), a gzip answer is gzip, and HEAD sends the GET's length.
+        """
+        yield self.start(f"http://127.0.0.1:{self.port}", "--listen", self.listen)
+        head = yield deferToThread(raw_request, self.port, "HEAD", "/feed.xml")
+        get = yield deferToThread(raw_request, self.port, "GET", "/feed.xml")
+        self.assertEqual(head.headers["content-length"], str(len(get.body)))
+        self.assertEqual(head.body, b"")
+        not_modified = yield deferToThread(
+            raw_request,
+            self.port,
+            "GET",
+            "/feed.xml",
+            f"If-None-Match: {get.headers['etag']}",
+        )
+        self.assertEqual(not_modified.status, 304)
+        self.assertNotIn("content-length", not_modified.headers)
+        self.assertEqual(not_modified.body, b"")
+        packed = yield deferToThread(
+            raw_request, self.port, "GET", "/feed.xml", "Accept-Encoding: gzip"
+        )
+        self.assertEqual(packed.headers["content-encoding"], "gzip")
+        self.assertEqual(gzip.decompress(packed.body), get.body)
+
+
+class Raw:
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status, self.headers, self.body = status, headers, body
+
+
+def raw_request(port: int, method: str, path: str, *extra: str) -> Raw:
+    """One HTTP/1.1 exchange over a plain socket, read to the close."""
+    lines = [
+        f"{method} {path} HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        "Connection: close",
+        *extra,
+    ]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return Raw(int(status_line.split()[1]), headers, body)
+
+
+class TLSTests(DaemonTestCase):
+    @defer.inlineCallbacks
+    def test_https(self) -> Any:
+        """An ssl: endpoint with a throwaway CA; links use the https base URL."""
+        ca = trustme.CA()
+        cert = ca.issue_cert("localhost", "127.0.0.1")
+        directory = Path(self.mktemp()).resolve()
+        directory.mkdir()
+        key_path, cert_path = directory / "key.pem", directory / "cert.pem"
+        cert.private_key_pem.write_to_path(str(key_path))
+        cert.cert_chain_pems[0].write_to_path(str(cert_path))
+        trust = Certificate.loadPEM(ca.cert_pem.bytes())
+        client = HTTPClient(
+            Agent(reactor, contextFactory=BrowserLikePolicyForHTTPS(trustRoot=trust))
+        )
+        port = free_port()
+        yield self.start(
+            f"https://localhost:{port}",
+            "--listen",
+            f"ssl:{port}:interface=127.0.0.1:privateKey={key_path}:certKey={cert_path}",
+            "--base-url",
+            f"https://localhost:{port}",
+            client=client,
+        )
+        response = yield client.get(f"https://localhost:{port}/api/feed.json")
+        self.assertEqual(response.code, 200)
+        feed = yield response.json()
+        self.assertEqual(feed["feed_url"], f"https://localhost:{port}/api/feed.json")
+        self.assertEqual(
+            feed["hubs"][0]["url"], f"https://localhost:{port}/api/websub/hub"
+        )
+
+        untrusting = HTTPClient(Agent(reactor))
+        yield self.assertFailure(
+            untrusting.get(f"https://localhost:{port}/reviews.json"), Exception
+        )
+
+
+class StartUpErrorTests(TestCase):
+    timeout = 60
+
+    @defer.inlineCallbacks
+    def test_bad_data_exits_with_one_line(self) -> Any:
+        data = write_data(Path(self.mktemp()), [review(1), review(2, rating=7)])
+        out, err, code = yield getProcessOutputAndValue(
+            sys.executable,
+            [
+                *TWISTD[1:],
+                "--nodaemon",
+                "--pidfile=",
+                "reviewsd",
+                "--data",
+                str(data),
+                "--state-dir",
+                self.mktemp(),
+                "--listen",
+                f"tcp:{free_port()}:interface=127.0.0.1",
+            ],
+            env=environment(),
+        )
+        self.assertNotEqual(code, 0)
+        message = (
+            f"reviewsd: cannot publish the data: {data / 'reviews.json'}: record [1] "
+            "(id 'r0002'): field 'rating': must be a whole number from 1 to 5, got 7"
+        )
+        self.assertEqual(err.decode().strip().splitlines(), [message])
+        self.assertNotIn(b"Traceback", out + err)
+
+    @defer.inlineCallbacks
+    def test_bad_option_exits_non_zero(self) -> Any:
+        out, err, code = yield getProcessOutputAndValue(
+            sys.executable,
+            [*TWISTD[1:], "--nodaemon", "reviewsd", "--base-url", "ftp://x"],
+            env=environment(),
+        )
+        self.assertEqual(code, 1)
+        self.assertIn(b"--base-url 'ftp://x': give an absolute http(s) URL", out + err)
+        self.assertLessEqual(len((out + err).splitlines()), 3)
+
+    @defer.inlineCallbacks
+    def test_plugin_listed(self) -> Any:
+        """twistd finds the dropin, and the version is incremental's, not 0.0.0."""
+        out, err, code = yield getProcessOutputAndValue(
+            sys.executable, [*TWISTD[1:], "--help"], env=environment()
+        )
+        self.assertEqual(code, 0, err)
+        self.assertIn(b"reviewsd", out)
+        version = reviewsd.__version__.public()
+        self.assertNotEqual(version, "0.0.0")
+        out, err, code = yield getProcessOutputAndValue(
+            sys.executable, [*TWISTD[1:], "reviewsd", "--version"], env=environment()
+        )
+        self.assertEqual(out.decode().strip(), f"reviewsd {version}")

@@ -1,0 +1,294 @@
+"""
+Reading a data directory: what gets published, and the one-line errors an
+operator sees for everything that cannot be.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from reviewsd.loading import DEMO_DATA, DataError, load_dataset
+from tests.support import BUSINESS, review, write_data
+
+
+class LoadingTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.dir = Path(self.mktemp())
+
+    def error(self, reviews: list[object] | None = None, **kw: object) -> str:
+        write_data(self.dir, reviews, **kw)  # type: ignore[arg-type]
+        return str(self.assertRaises(DataError, load_dataset, self.dir))
+
+    def test_published_reviews(self) -> None:
+        """
+        Unverified reviews are left out; the rest come newest first, ties
+        broken by id descending.
+        """
+        write_data(
+            self.dir,
+            [
+                review(1, date="2024-01-01"),
+                review(2, date="2024-03-01", verified=False),
+                review(3, date="2024-02-01"),
+                review(4, date="2024-02-01"),
+            ],
+        )
+        sources, dataset = load_dataset(self.dir)
+        self.assertEqual([r.id for r in dataset.reviews], ["r0004", "r0003", "r0001"])
+        self.assertEqual(dataset.unpublished, 1)
+        self.assertEqual(sources.reviews, self.dir / "reviews.json")
+
+    def test_missing_nullable_fields_read_as_null(self) -> None:
+        record = review(1)
+        for key in ("author_avatar_url", "text", "source_url", "owner_reply"):
+            del record[key]
+        write_data(self.dir, [record])
+        [loaded] = load_dataset(self.dir)[1].reviews
+        self.assertEqual(
+            (
+                loaded.text,
+                loaded.source_url,
+                loaded.owner_reply,
+                loaded.author_avatar_url,
+            ),
+            (None, None, None, None),
+        )
+
+    def test_jsonl(self) -> None:
+        """One object a line; blank lines are skipped."""
+        write_data(self.dir, [review(1), review(2)], lines=True)
+        with (self.dir / "reviews.jsonl").open("a") as f:
+            f.write("\n" + json.dumps(review(3)) + "\n")
+        self.assertEqual(len(load_dataset(self.dir)[1].reviews), 3)
+
+    def test_byte_order_mark_is_accepted(self) -> None:
+        write_data(self.dir)
+        path = self.dir / "reviews.json"
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+        self.assertEqual(len(load_dataset(self.dir)[1].reviews), 3)
+
+    def test_malformed_json_names_line_and_column(self) -> None:
+        write_data(self.dir)
+        (self.dir / "reviews.json").write_text('[\n  {"id": "a",\n  }\n]')
+        message = str(self.assertRaises(DataError, load_dataset, self.dir))
+        self.assertIn("reviews.json: line 3, column 3: invalid JSON", message)
+
+    def test_malformed_jsonl_names_the_line(self) -> None:
+        write_data(self.dir, [review(1), review(2)], lines=True)
+        with (self.dir / "reviews.jsonl").open("a") as f:
+            f.write('{"id": "x", "rating": 5\n')
+        message = str(self.assertRaises(DataError, load_dataset, self.dir))
+        self.assertIn("reviews.jsonl: line 3, column 24: invalid JSON", message)
+
+    def test_bad_ratings(self) -> None:
+        """Out of range, a float, a boolean or a string: record, id, field."""
+        for bad in (0, 6, 4.5, True, "5", None):
+            message = self.error([review(1), review(2, rating=bad)])
+            self.assertIn(
+                "reviews.json: record [1] (id 'r0002'): field 'rating'", message
+            )
+            self.assertIn("whole number from 1 to 5", message)
+
+    def test_jsonl_error_names_line_and_record(self) -> None:
+        message = self.error([review(1), review(2, rating=9)], lines=True)
+        self.assertIn(
+            "reviews.jsonl: line 2: record [1] (id 'r0002'): field 'rating'", message
+        )
+
+    def test_bad_dates(self) -> None:
+        for bad in ("2023-02-30", "2023-13-01"):
+            message = self.error([review(1, date=bad)])
+            self.assertIn("field 'date'", message)
+            self.assertIn("is not a calendar date", message)
+        for bad in ("2023/02/01", "2023-2-1", "20230201", 20230201, "2023-02-01T00:00"):
+            message = self.error([review(1, date=bad)])
+            self.assertIn("field 'date': must be a date written YYYY-MM-DD", message)
+
+    def test_owner_reply_checked(self) -> None:
+        message = self.error(
+            [review(1, owner_reply={"text": "Thanks", "date": "2024-02-31"})]
+        )
+        self.assertIn("field 'owner_reply.date'", message)
+        message = self.error([review(1, owner_reply={"date": "2024-12-31"})])
+        self.assertIn("field 'owner_reply.text': is required", message)
+        message = self.error(
+            [
+                review(
+                    1,
+                    date="2024-05-02",
+                    owner_reply={"text": "x", "date": "2024-05-01"},
+                )
+            ]
+        )
+        self.assertIn("is before the review's date", message)
+
+    def test_duplicate_id(self) -> None:
+        message = self.error([review(1), review(2), review(1)])
+        self.assertIn(
+            "record [2] (id 'r0001'): field 'id': repeats the id of record [0]", message
+        )
+
+    def test_unverified_records_are_checked_too(self) -> None:
+        message = self.error([review(1, verified=False, rating=0)])
+        self.assertIn("field 'rating'", message)
+
+    def test_required_fields(self) -> None:
+        for field in ("id", "author", "rating", "date", "source", "verified"):
+            record = review(1)
+            del record[field]
+            message = self.error([record])
+            self.assertIn(f"field {field!r}: is required", message)
+
+    def test_wrong_types(self) -> None:
+        self.assertIn(
+            "field 'verified': must be true or false, got the string 'yes'",
+            self.error([review(1, verified="yes")]),
+        )
+        self.assertIn(
+            "field 'text': must be a string, got 42", self.error([review(1, text=42)])
+        )
+        self.assertIn(
+            "record [0]: must be a JSON object, got a JSON array",
+            self.error([[1, 2]]),
+        )
+
+    def test_urls(self) -> None:
+        for bad in ("not a url", "ftp://x.example/a", "https://", "/relative"):
+            message = self.error([review(1, source_url=bad)])
+            self.assertIn(
+                "field 'source_url': must be an absolute http(s) URL", message
+            )
+        message = self.error([review(1, author_avatar_url="javascript:alert(1)")])
+        self.assertIn("field 'author_avatar_url'", message)
+
+    def test_business_checks(self) -> None:
+        cases = [
+            ({"url": "x"}, "business.json: field 'name': is required"),
+            ({"name": "  "}, "field 'name': must not be empty"),
+            ({"name": "A", "url": "example.com"}, "field 'url': must be an absolute"),
+            ({"name": "A", "logo_url": "nope"}, "field 'logo_url'"),
+            (
+                {"name": "A", "services": [{"id": "a", "name": "A"}, {"name": "B"}]},
+                "field 'services[1].id': is required",
+            ),
+            (
+                {"name": "A", "services": [{"id": "a b", "name": "A"}]},
+                "field 'services[0].id': must be letters, digits",
+            ),
+            (
+                {
+                    "name": "A",
+                    "services": [{"id": "a", "name": "A"}, {"id": "a", "name": "B"}],
+                },
+                "field 'services[1]': repeats the id 'a' of services[0]",
+            ),
+            (
+                {"name": "A", "technicians": [{"name": "X", "aliases": ["Y", 3]}]},
+                "field 'technicians[0].aliases[1]': must be a string",
+            ),
+            (
+                {"name": "A", "service_areas": "Tigard"},
+                "field 'service_areas': must be an array",
+            ),
+            (
+                {"name": "A", "geo": {"latitude": 91, "longitude": 0}},
+                "field 'geo.latitude'",
+            ),
+            (["A"], "business.json: must be a JSON object"),
+        ]
+        for business, expected in cases:
+            self.assertIn(expected, self.error(business=business))
+
+    def test_business_metadata_published_as_given(self) -> None:
+        business = dict(BUSINESS, founded=1998, hours={"monday": "08:00-17:00"})
+        write_data(self.dir, business=business)
+        metadata = load_dataset(self.dir)[1].business.metadata
+        self.assertEqual(metadata["founded"], 1998)
+        self.assertEqual(metadata["hours"], {"monday": "08:00-17:00"})
+        self.assertEqual(
+            metadata["technicians"], [{"name": "Dev Patel", "aliases": ["Dev"]}]
+        )
+
+    def test_not_json(self) -> None:
+        write_data(self.dir)
+        (self.dir / "reviews.json").write_text('[{"rating": NaN}]')
+        self.assertIn("invalid JSON: NaN is not JSON", self.error_from_disk())
+        (self.dir / "reviews.json").write_text('{"id": 1}')
+        self.assertIn("must hold a JSON array", self.error_from_disk())
+        (self.dir / "reviews.json").write_bytes(b'[{"text": "caf\xe9"}]')
+        self.assertIn(
+            "reviews.json: line 1: is not UTF-8 (byte offset 14)",
+            self.error_from_disk(),
+        )
+        message = self.error([review(1, text="broken \ud800 text")])
+        self.assertIn("field 'text': holds an unpaired UTF-16 surrogate", message)
+
+    def error_from_disk(self) -> str:
+        return str(self.assertRaises(DataError, load_dataset, self.dir))
+
+    def test_directory_layout(self) -> None:
+        self.assertIn("is not a directory", self.error_from_disk())
+        write_data(self.dir)
+        (self.dir / "reviews.jsonl").write_text("")
+        self.assertIn(
+            "holds both reviews.json and reviews.jsonl", self.error_from_disk()
+        )
+        (self.dir / "reviews.jsonl").unlink()
+        (self.dir / "reviews.json").unlink()
+        self.assertIn(
+            "holds neither reviews.json nor reviews.jsonl", self.error_from_disk()
+        )
+        (self.dir / "business.json").unlink()
+        self.assertIn("business.json: is missing", self.error_from_disk())
+
+
+class ExampleDataTests(SynchronousTestCase):
+    def test_example_directory_loads(self) -> None:
+        """etc/example-data, the JSONL example in the docs, stays valid."""
+        example = Path(__file__).parent.parent / "etc" / "example-data"
+        sources, dataset = load_dataset(example)
+        self.assertEqual(sources.reviews.name, "reviews.jsonl")
+        self.assertGreater(len(dataset.reviews), 5)
+        self.assertGreater(dataset.unpublished, 0)
+
+
+class DemoDataTests(SynchronousTestCase):
+    """The bundled demo is a believable data set, and the default."""
+
+    def setUp(self) -> None:
+        self.dataset = load_dataset(DEMO_DATA)[1]
+
+    def test_business(self) -> None:
+        business = self.dataset.business
+        for key in ("address", "telephone", "hours", "service_areas", "url"):
+            self.assertTrue(business.metadata.get(key), key)
+        self.assertGreaterEqual(len(business.services), 8)
+        self.assertGreaterEqual(len(business.technicians), 5)
+        self.assertTrue(all(t.aliases for t in business.technicians))
+
+    def test_reviews(self) -> None:
+        reviews = self.dataset.reviews
+        self.assertGreaterEqual(len(reviews), 200)
+        self.assertGreater(self.dataset.unpublished, 0)
+        self.assertEqual({r.rating for r in reviews}, {1, 2, 3, 4, 5})
+        span = reviews[0].date - reviews[-1].date
+        self.assertGreaterEqual(span, datetime.timedelta(days=3 * 365))
+        self.assertTrue(any(r.text is None for r in reviews))
+        low = [r for r in reviews if r.rating <= 2]
+        self.assertGreater(sum(r.owner_reply is not None for r in low), 0.8 * len(low))
+        technicians = [
+            name
+            for t in self.dataset.business.technicians
+            for name in (t.name, *t.aliases)
+        ]
+        mentioning = [
+            r for r in reviews if r.text and any(n in r.text for n in technicians)
+        ]
+        self.assertGreater(len(mentioning), len(reviews) // 5)
+        texts = " ".join(r.text or "" for r in reviews).lower()
+        for topic in ("on time", "price", "clean", "call", "leak"):
+            self.assertIn(topic, texts)

@@ -1,0 +1,217 @@
+"""
+The twistd plugin's options and the service tree they wire.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from twisted.internet.testing import MemoryReactor
+from twisted.python import usage
+from twisted.trial.unittest import SynchronousTestCase
+
+from reviewsd.loading import DEMO_DATA
+from reviewsd.tap import Options, base_url_for, makeService
+from tests.support import review, write_data
+
+
+class OptionsTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.state = Path(self.mktemp())
+        environ = dict(os.environ, STATE_DIRECTORY=str(self.state))
+        self.patch(os, "environ", environ)
+
+    def parse(self, *argv: str) -> Options:
+        options = Options()
+        options.parseOptions(list(argv))
+        return options
+
+    def error(self, *argv: str) -> str:
+        return str(self.assertRaises(usage.UsageError, self.parse, *argv))
+
+    def test_defaults(self) -> None:
+        options = self.parse()
+        self.assertEqual(options["listen"], "tcp:8080:interface=127.0.0.1")
+        self.assertEqual(options["base-url"], "http://127.0.0.1:8080")
+        self.assertEqual(options["data"], DEMO_DATA)
+        self.assertEqual(options["state-dir"], self.state)
+
+    def test_state_dir_without_systemd(self) -> None:
+        del os.environ["STATE_DIRECTORY"]
+        os.environ["XDG_STATE_HOME"] = "/var/tmp/xdg"
+        self.assertEqual(self.parse()["state-dir"], Path("/var/tmp/xdg/reviewsd"))
+
+    def test_everything_given(self) -> None:
+        data = str(write_data(Path(self.mktemp())))
+        options = self.parse(
+            "--listen",
+            "tcp:9000:interface=0.0.0.0",
+            "--base-url",
+            "https://reviews.example.com/acme/",
+            "--data",
+            data,
+            "--state-dir",
+            "/var/lib/reviewsd",
+        )
+        self.assertEqual(options["listen"], "tcp:9000:interface=0.0.0.0")
+        self.assertEqual(options["base-url"], "https://reviews.example.com/acme")
+        self.assertEqual(options["data"], Path(data))
+        self.assertEqual(options["state-dir"], Path("/var/lib/reviewsd"))
+
+    def test_base_url_derived_from_listen(self) -> None:
+        for listen, expected in [
+            ("tcp:8080", "http://localhost:8080"),
+            ("tcp:port=8081:interface=127.0.0.1", "http://127.0.0.1:8081"),
+            ("tcp:80:interface=0.0.0.0", "http://localhost"),
+            ("tcp6:8080:interface=\\:\\:1", "http://[::1]:8080"),
+            ("ssl:443:interface=192.0.2.7:privateKey=k.pem", "https://192.0.2.7"),
+            ("ssl:8443:privateKey=k.pem", "https://localhost:8443"),
+        ]:
+            self.assertEqual(base_url_for(listen), expected, listen)
+        for listen in (
+            "unix:/run/reviewsd.sock",
+            "systemd:domain=INET:name=web",
+            "tcp:0",
+        ):
+            self.assertRaises(usage.UsageError, base_url_for, listen)
+
+    def test_bad_values(self) -> None:
+        self.assertIn(
+            "--listen 'bogus:1': Unknown endpoint type",
+            self.error("--listen", "bogus:1"),
+        )
+        self.assertIn("--listen 'tcp:http'", self.error("--listen", "tcp:http"))
+        self.assertIn(
+            "--base-url is needed", self.error("--listen", "unix:/tmp/x.sock")
+        )
+        for url in (
+            "ftp://x.example",
+            "example.com",
+            "https://x.example/?a=1",
+            "https://u@x.example",
+        ):
+            self.assertIn(f"--base-url {url!r}", self.error("--base-url", url))
+        self.assertIn(
+            "--data '/nonexistent': no such directory",
+            self.error("--data", "/nonexistent"),
+        )
+        self.assertIn("option --nope not recognized", self.error("--nope"))
+
+    def test_usage_error_is_short(self) -> None:
+        """
+        After a bad value twistd prints the usage text and the error: the
+        usage text is one pointer to --help, not the whole option list.
+        """
+        options = Options()
+        self.assertIn("--listen", options.getUsage())
+        self.assertRaises(usage.UsageError, options.parseOptions, ["--listen", "x:1"])
+        self.assertEqual(
+            options.getUsage(), "Run 'twistd reviewsd --help' for the list of options."
+        )
+
+    def write_config(self, text: str) -> Path:
+        path = Path(self.mktemp())
+        path.mkdir()
+        config = path / "reviewsd.toml"
+        config.write_text(text)
+        return config
+
+    def test_config_file(self) -> None:
+        """TOML keys named like the long options; relative paths from the file."""
+        config = self.write_config(
+            'listen = "tcp:9001:interface=127.0.0.1"\n'
+            'base-url = "https://r.example"\n'
+            'data = "data"\n'
+        )
+        write_data(config.parent / "data")
+        options = self.parse("--config", str(config))
+        self.assertEqual(options["listen"], "tcp:9001:interface=127.0.0.1")
+        self.assertEqual(options["base-url"], "https://r.example")
+        self.assertEqual(options["data"], config.parent / "data")
+
+    def test_example_config_documents_every_option(self) -> None:
+        """etc/reviewsd.toml names every option, and its values parse."""
+        example = Path(__file__).parent.parent / "etc" / "reviewsd.toml"
+        keys = re.findall(r"^# ([a-z-]+) = ", example.read_text(), re.MULTILINE)
+        options = [name for name, *_ in Options.optParameters if name != "config"]
+        self.assertEqual(sorted(keys), sorted(options))
+        enabled = re.sub(
+            r"^# ([a-z-]+ = )", r"\1", example.read_text(), flags=re.MULTILINE
+        )
+        config = self.write_config(
+            enabled.replace("/srv/reviewsd/data", str(DEMO_DATA))
+        )
+        options_ = self.parse("--config", str(config))
+        self.assertEqual(options_["base-url"], "https://reviews.example.com")
+
+    def test_command_line_wins(self) -> None:
+        config = self.write_config(
+            'listen = "tcp:9001"\nbase-url = "https://r.example"\n'
+        )
+        options = self.parse("--listen", "tcp:9002", "--config", str(config))
+        self.assertEqual(options["listen"], "tcp:9002")
+        self.assertEqual(options["base-url"], "https://r.example")
+
+    def test_config_errors(self) -> None:
+        config = self.write_config('base_url = "https://r.example"\n')
+        message = self.error("--config", str(config))
+        self.assertIn(f"--config {config}: unknown key 'base_url'", message)
+        self.assertIn("did you mean 'base-url'?", message)
+        config.write_text("listen = 8080\n")
+        self.assertIn(
+            "key 'listen' must be a string, got int",
+            self.error("--config", str(config)),
+        )
+        config.write_text('listen = "tcp:8080\n')
+        self.assertIn("invalid TOML", self.error("--config", str(config)))
+        self.assertIn("line 1", self.error("--config", str(config)))
+        config.write_text('config = "other.toml"\n')
+        self.assertIn("unknown key 'config'", self.error("--config", str(config)))
+        self.assertIn("No such file", self.error("--config", str(config) + ".missing"))
+        config.write_text('listen = "nonsense:1"\n')
+        self.assertIn("--listen 'nonsense:1'", self.error("--config", str(config)))
+
+
+class MakeServiceTests(SynchronousTestCase):
+    def options(self, *argv: str) -> Options:
+        options = Options()
+        options.parseOptions(["--state-dir", self.mktemp(), *argv])
+        return options
+
+    def test_listens_where_told(self) -> None:
+        reactor = MemoryReactor()
+        service = makeService(
+            self.options("--listen", "tcp:8123:interface=127.0.0.1"), reactor
+        )
+        service.privilegedStartService()
+        service.startService()
+        self.addCleanup(service.stopService)
+        [(port, factory, _, interface)] = reactor.tcpServers
+        self.assertEqual((port, interface), (8123, "127.0.0.1"))
+        self.assertEqual(
+            factory.resource._source.snapshot.dataset.business.name,
+            "Thimbleberry Home Services",
+        )
+
+    def test_state_dir_created(self) -> None:
+        options = self.options()
+        makeService(options, MemoryReactor())
+        self.assertTrue(options["state-dir"].is_dir())
+
+    def test_bad_data_stops_start_up(self) -> None:
+        """One line naming file, record and field; nothing listens."""
+        data = write_data(
+            Path(self.mktemp()), [review(1), review(2, date="2023-02-29")]
+        )
+        reactor = MemoryReactor()
+        error = self.assertRaises(
+            SystemExit, makeService, self.options("--data", str(data)), reactor
+        )
+        self.assertEqual(
+            str(error),
+            f"reviewsd: cannot publish the data: {data / 'reviews.json'}: record [1] "
+            "(id 'r0002'): field 'date': '2023-02-29' is not a calendar date",
+        )
+        self.assertEqual(reactor.tcpServers, [])
