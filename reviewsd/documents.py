@@ -11,9 +11,12 @@ import datetime
 import json
 import re
 import uuid
+from array import array
 from collections.abc import Sequence
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
+
+from attrs import frozen
 
 from reviewsd import __version__
 from reviewsd.links import Links
@@ -47,14 +50,42 @@ def aggregate_rating(reviews: Sequence[Review]) -> dict[str, Any]:
     }
 
 
-def render_reviews(dataset: Dataset) -> bytes:
-    return to_json(
+@frozen
+class Records:
+    """
+    Every published review's JSON, as slices of the C{/reviews.json} body, so
+    that search results and incremental answers are cut, not re-serialized.
+
+    @ivar offsets: where record M{p} starts; it ends one byte (a comma, or
+        the closing bracket) before C{offsets[p + 1]}.
+    """
+
+    body: bytes
+    offsets: array[int]
+
+    def record(self, position: int) -> bytes:
+        return self.body[self.offsets[position] : self.offsets[position + 1] - 1]
+
+    def run(self, start: int, stop: int) -> bytes:
+        """Records C{start} to C{stop - 1}, comma-separated."""
+        if stop <= start:
+            return b""
+        return self.body[self.offsets[start] : self.offsets[stop] - 1]
+
+
+def render_reviews(dataset: Dataset) -> Records:
+    head = to_json(
         {
             "business": dataset.business.metadata,
             "aggregate_rating": aggregate_rating(dataset.reviews),
-            "reviews": [review.as_record() for review in dataset.reviews],
         }
     )
+    parts = [to_json(review.as_record()) for review in dataset.reviews]
+    prefix = head[:-1] + b',"reviews":['
+    offsets = array("q", [len(prefix)])
+    for part in parts:
+        offsets.append(offsets[-1] + len(part) + 1)
+    return Records(body=prefix + b",".join(parts) + b"]}", offsets=offsets)
 
 
 def _timestamp(day: datetime.date) -> str:

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from klein import Klein
+from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web.http import stringToDatetime
@@ -20,6 +21,8 @@ from twisted.web.server import NOT_DONE_YET, Request, Site
 from werkzeug.exceptions import MethodNotAllowed, NotFound
 
 from reviewsd.documents import to_json
+from reviewsd.links import SEARCH_PATH, SINCE_PATH
+from reviewsd.search import InvalidParameters, SearchQuery, date_parameter
 from reviewsd.snapshot import Document, Snapshot
 
 log = Logger()
@@ -41,6 +44,8 @@ _SHARED_HEADERS = (
     (b"X-Content-Type-Options", [b"nosniff"]),
 )
 _ENTITY_TAG = re.compile(rb'(?:W/)?("[^"]*")')
+_INLINE_SINCE = 2000
+"""Larger /since answers are rendered in a worker thread."""
 
 
 @lru_cache(maxsize=256)
@@ -155,8 +160,40 @@ class ReviewsAPI:
 
     app = Klein()
 
-    def __init__(self, source: SnapshotSource) -> None:
+    def __init__(self, source: SnapshotSource, reactor: Any) -> None:
         self._source = source
+        self._reactor = reactor
+
+    @app.route(SEARCH_PATH, methods=["GET"])
+    def search(self, request: Request) -> bytes:
+        try:
+            query = SearchQuery.from_query(request.args)
+        except InvalidParameters as e:
+            return json_error(request, 400, **e.as_json())
+        request.setHeader(b"Content-Type", b"application/json")
+        request.setHeader(b"Cache-Control", b"no-cache")
+        return self._source.snapshot.search(query)
+
+    @app.route(SINCE_PATH + "/<day>", methods=["GET"])
+    async def since(self, request: Request, day: str) -> bytes:
+        try:
+            when = date_parameter("date", day)
+        except InvalidParameters as e:
+            return json_error(request, 400, **e.as_json())
+        snapshot = self._source.snapshot
+        document = snapshot.since.get(when)
+        if document is None:
+            if snapshot.since_count(when) > _INLINE_SINCE:
+                document = await deferToThreadPool(
+                    self._reactor,
+                    self._reactor.getThreadPool(),
+                    snapshot.since_document,
+                    when,
+                )
+            else:
+                document = snapshot.since_document(when)
+            snapshot.since.put(when, document)
+        return serve_document(request, document)
 
     @app.handle_errors(NotFound)
     def _not_found(self, request: Request, failure: Failure) -> bytes:
@@ -260,7 +297,9 @@ class Front(Resource):
         return NOT_DONE_YET
 
 
-def make_site(source: SnapshotSource) -> Site:
-    site = Site(Front(source, ReviewsAPI(source).app.resource()))
+def make_site(source: SnapshotSource, reactor: Any = None) -> Site:
+    if reactor is None:
+        from twisted.internet import reactor
+    site = Site(Front(source, ReviewsAPI(source, reactor).app.resource()))
     site.displayTracebacks = False
     return site

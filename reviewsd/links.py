@@ -13,6 +13,9 @@ REVIEWS_PATH = "/reviews.json"
 JSON_FEED_PATH = "/api/feed.json"
 ATOM_FEED_PATH = "/feed.xml"
 HUB_PATH = "/api/websub/hub"
+SEARCH_PATH = "/api/reviews/search"
+SINCE_PATH = "/api/reviews/since"
+OPENAPI_PATH = "/.well-known/openapi.json"
 
 
 @frozen

@@ -11,14 +11,31 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
-from collections.abc import Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Mapping
+from datetime import date
 from email.utils import formatdate
 
-from attrs import frozen
+from attrs import field, frozen
 
-from reviewsd.documents import render_atom, render_json_feed, render_reviews
-from reviewsd.links import ATOM_FEED_PATH, JSON_FEED_PATH, REVIEWS_PATH, Links
+from reviewsd.documents import (
+    Records,
+    render_atom,
+    render_json_feed,
+    render_reviews,
+    to_json,
+)
+from reviewsd.links import (
+    ATOM_FEED_PATH,
+    JSON_FEED_PATH,
+    OPENAPI_PATH,
+    REVIEWS_PATH,
+    Links,
+)
+from reviewsd.mentions import Matcher
 from reviewsd.model import Dataset
+from reviewsd.openapi import openapi_document
+from reviewsd.search import SearchIndex, SearchQuery
 
 JSON = b"application/json"
 ATOM = b"application/atom+xml"
@@ -69,7 +86,7 @@ class Document:
     ) -> Document:
         compressed = None
         if len(body) >= GZIP_MIN_SIZE:
-            packed = gzip.compress(body, compresslevel=9, mtime=0)
+            packed = gzip.compress(body, compresslevel=6, mtime=0)
             if len(packed) < len(body):
                 compressed = Representation.of(packed, b"gzip")
         return cls(
@@ -90,22 +107,79 @@ def _topic_links(links: Links, topic: str) -> bytes:
     return f'<{links.hub}>; rel="hub", <{topic}>; rel="self"'.encode()
 
 
+class SinceCache:
+    """
+    The C{/api/reviews/since/{date}} answers of one snapshot, kept so that
+    repeated polling is a lookup; bounded in entries and in bytes.
+    """
+
+    def __init__(self, entries: int = 256, size: int = 64 * 1024 * 1024) -> None:
+        self._documents: OrderedDict[date, Document] = OrderedDict()
+        self._entries, self._size, self._held = entries, size, 0
+
+    def get(self, day: date) -> Document | None:
+        document = self._documents.get(day)
+        if document is not None:
+            self._documents.move_to_end(day)
+        return document
+
+    def put(self, day: date, document: Document) -> None:
+        if day in self._documents:
+            return
+        self._documents[day] = document
+        self._held += _weight(document)
+        while len(self._documents) > self._entries or (
+            self._held > self._size and len(self._documents) > 1
+        ):
+            _, dropped = self._documents.popitem(last=False)
+            self._held -= _weight(dropped)
+
+
+def _weight(document: Document) -> int:
+    packed = document.gzipped
+    return len(document.identity.body) + (0 if packed is None else len(packed.body))
+
+
 @frozen
 class Snapshot:
     """
     @ivar documents: the fixed documents, by request path.
+    @ivar records: every published review's JSON, for slicing into answers.
+    @ivar index: the search index.
+    @ivar since: answers for C{/api/reviews/since/{date}}, built on demand.
     """
 
     dataset: Dataset
     links: Links
     documents: Mapping[str, Document]
+    records: Records
+    index: SearchIndex
+    since: SinceCache = field(factory=SinceCache, eq=False)
 
+    def search(self, query: SearchQuery) -> bytes:
+        """The search answer, cut from the published records."""
+        matched, positions = self.index.search(query)
+        return b'{"matched":%d,"returned":%d,"reviews":[%s]}' % (
+            matched,
+            len(positions),
+            b",".join(map(self.records.record, positions)),
+        )
 
-_RENDERERS: tuple[tuple[str, bytes, Callable[[Dataset, Links], bytes]], ...] = (
-    (REVIEWS_PATH, JSON, lambda dataset, links: render_reviews(dataset)),
-    (JSON_FEED_PATH, JSON, render_json_feed),
-    (ATOM_FEED_PATH, ATOM, render_atom),
-)
+    def since_count(self, day: date) -> int:
+        return self.index.count_since(day)
+
+    def since_document(self, day: date) -> Document:
+        """
+        Render the answer for C{day}: pure, so it may run in a worker thread;
+        L{SinceCache.put} is for the reactor thread.
+        """
+        count = self.index.count_since(day)
+        body = b'{"since":"%s","count":%d,"reviews":[%s]}' % (
+            day.isoformat().encode("ascii"),
+            count,
+            self.records.run(0, count),
+        )
+        return Document.build(body, JSON, self.documents[REVIEWS_PATH].last_modified)
 
 
 def build_snapshot(
@@ -115,22 +189,40 @@ def build_snapshot(
     previous: Snapshot | None = None,
 ) -> Snapshot:
     """
-    Render and validate every document.
+    Render and validate every document and build the search index: the
+    work of a data change, done once.
 
     @param modified: when the data last changed (the data files' mtime); a
         document whose bytes equal the previous snapshot's keeps the previous
         C{Last-Modified}, so that only real changes move it.
     """
+    records = render_reviews(dataset)
+    rendered = {
+        REVIEWS_PATH: (records.body, JSON, True),
+        JSON_FEED_PATH: (render_json_feed(dataset, links), JSON, True),
+        ATOM_FEED_PATH: (render_atom(dataset, links), ATOM, True),
+        OPENAPI_PATH: (to_json(openapi_document(links)), JSON, False),
+    }
     documents = {}
-    for path, content_type, render in _RENDERERS:
+    for path, (body, content_type, topic) in rendered.items():
         document = Document.build(
-            render(dataset, links),
+            body,
             content_type,
             int(modified),
-            _topic_links(links, links.url(path)),
+            _topic_links(links, links.url(path)) if topic else None,
         )
         earlier = None if previous is None else previous.documents.get(path)
         if earlier is not None and document.same_content(earlier):
             document = earlier
         documents[path] = document
-    return Snapshot(dataset=dataset, links=links, documents=documents)
+    matcher = Matcher(dataset.business)
+    index = SearchIndex(
+        dataset.reviews, [matcher.find(r.text) for r in dataset.reviews], matcher
+    )
+    return Snapshot(
+        dataset=dataset,
+        links=links,
+        documents=documents,
+        records=records,
+        index=index,
+    )
