@@ -78,10 +78,29 @@ def wait_for(url: str) -> None:
     raise SystemExit(f"nothing answered at {url}")
 
 
-def wrk(url: str, seconds: int, connections: int, etag: str | None) -> dict[str, float]:
+def start_daemon(port: int, work: Path, *argv: str) -> subprocess.Popen[bytes]:
+    """twistd -n reviewsd on 127.0.0.1:port, logging to /dev/null."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "from twisted.scripts.twistd import run; run()",
+         "--nodaemon", "--pidfile=", "--logfile=/dev/null", "reviewsd",
+         "--listen", f"tcp:{port}:interface=127.0.0.1",
+         "--state-dir", str(work / "state"), *argv],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=work,
+    )
+
+
+def wrk(
+    url: str,
+    seconds: int,
+    connections: int,
+    etag: str | None,
+    script: Path | None = None,
+) -> dict[str, float]:
     command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url]
     if etag:
         command[1:1] = ["-H", f"If-None-Match: {etag}"]
+    if script:
+        command[1:1] = ["-s", str(script)]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     unit = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 

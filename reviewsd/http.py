@@ -254,13 +254,30 @@ class Front(Resource):
 
     isLeaf = True
 
-    def __init__(self, source: SnapshotSource, api: IResource) -> None:
+    def __init__(
+        self,
+        source: SnapshotSource,
+        api: IResource,
+        resources: dict[str, IResource] | None = None,
+    ) -> None:
         super().__init__()
         self._source = source
         self._api = api
+        self._resources = resources or {}
 
     def render(self, request: Request) -> bytes | int:
-        document = self._source.snapshot.documents.get(request.path.decode("latin-1"))
+        path = request.path.decode("latin-1")
+        resource = self._resources.get(path)
+        if resource is not None:
+            return resource.render(request)
+        if getattr(request, "too_large", False):
+            return json_error(
+                request,
+                413,
+                "too_large",
+                f"Request bodies are limited to {MAX_BODY} bytes.",
+            )
+        document = self._source.snapshot.documents.get(path)
         method = request.method
         if document is None:
             if method in (b"GET", b"HEAD"):
@@ -297,9 +314,40 @@ class Front(Resource):
         return NOT_DONE_YET
 
 
-def make_site(source: SnapshotSource, reactor: Any = None) -> Site:
+MAX_BODY = 1024 * 1024
+"""No endpoint takes more; a larger body is answered 413, and not kept."""
+
+
+class CappedRequest(Request):
+    """A request that stops storing its body past L{MAX_BODY}."""
+
+    too_large = False
+
+    def handleContentChunk(self, data: bytes) -> None:
+        if self.too_large:
+            return
+        if self.content.tell() + len(data) > MAX_BODY:
+            self.too_large = True
+            self.content.seek(0)
+            self.content.truncate()
+            return
+        super().handleContentChunk(data)
+
+
+def make_site(
+    source: SnapshotSource,
+    reactor: Any = None,
+    resources: dict[str, IResource] | None = None,
+) -> Site:
+    """
+    The whole HTTP face: documents, the Klein routes, and C{resources}, other
+    resources by exact path (C{/mcp}).
+    """
     if reactor is None:
         from twisted.internet import reactor
-    site = Site(Front(source, ReviewsAPI(source, reactor).app.resource()))
+    site = Site(
+        Front(source, ReviewsAPI(source, reactor).app.resource(), resources),
+        requestFactory=CappedRequest,
+    )
     site.displayTracebacks = False
     return site

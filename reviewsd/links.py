@@ -16,6 +16,7 @@ HUB_PATH = "/api/websub/hub"
 SEARCH_PATH = "/api/reviews/search"
 SINCE_PATH = "/api/reviews/since"
 OPENAPI_PATH = "/.well-known/openapi.json"
+MCP_PATH = "/mcp"
 
 
 @frozen

@@ -33,7 +33,7 @@ _NULLABLE_URL = {"type": ["string", "null"], "format": "uri"}
 _DATE = {"type": "string", "format": "date"}
 _NON_BLANK = "\\S"
 
-_SCHEMAS: dict[str, Any] = {
+SCHEMAS: dict[str, Any] = {
     "OwnerReply": {
         "type": "object",
         "required": ["text", "date"],
@@ -637,5 +637,5 @@ def openapi_document(links: Links) -> dict[str, Any]:
                 {JSON: {"schema": {"type": "object"}}},
             ),
         },
-        "components": {"schemas": _SCHEMAS},
+        "components": {"schemas": SCHEMAS},
     }

@@ -10,8 +10,9 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from twisted.application.internet import StreamServerEndpointService
+from twisted.application.internet import StreamServerEndpointService, TimerService
 from twisted.application.service import IService, MultiService
 from twisted.internet.endpoints import serverFromString
 from twisted.internet.error import CannotListenError
@@ -21,9 +22,11 @@ from twisted.python import usage
 
 from reviewsd import __version__
 from reviewsd.http import make_site
-from reviewsd.links import Links
+from reviewsd.links import MCP_PATH, Links
 from reviewsd.loading import DEMO_DATA, DataError
+from reviewsd.mcp import MCPResource, Sessions
 from reviewsd.service import ReviewsData, load_snapshot
+from reviewsd.tools import Tools
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -88,8 +91,6 @@ def base_url_for(listen: str) -> str:
 
 
 def _check_base_url(value: str) -> str:
-    from urllib.parse import urlsplit
-
     parts = urlsplit(value)
     if (
         parts.scheme not in ("http", "https")
@@ -152,6 +153,19 @@ class Options(usage.Options):
     ]
 
     _failed = False
+    _repeatable = ("mcp-allowed-origin",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self["mcp-allowed-origin"] = []
+
+    def opt_mcp_allowed_origin(self, origin: str) -> None:
+        """
+        Also accept /mcp requests from web pages of this origin, such as
+        https://app.example (repeatable; * accepts any) [default: the base
+        URL's origin and localhost].
+        """
+        self["mcp-allowed-origin"].append(origin)
 
     def opt_version(self) -> None:
         """Print the version and exit."""
@@ -181,6 +195,7 @@ class Options(usage.Options):
         except tomllib.TOMLDecodeError as e:
             raise usage.UsageError(f"--config {path}: invalid TOML: {e}") from None
         known = [name for name, *_ in self.optParameters if name != "config"]
+        known += self._repeatable
         for key, value in config.items():
             if key not in known:
                 close = difflib.get_close_matches(key, known, n=1)
@@ -189,6 +204,18 @@ class Options(usage.Options):
                     f"--config {path}: unknown key {key!r} (known keys: "
                     f"{', '.join(known)}){hint}"
                 )
+            if key in self._repeatable:
+                values = [value] if isinstance(value, str) else value
+                if not isinstance(values, list) or not all(
+                    isinstance(v, str) for v in values
+                ):
+                    raise usage.UsageError(
+                        f"--config {path}: key {key!r} must be a string or a list "
+                        "of strings"
+                    )
+                if not self[key]:
+                    self[key] = list(values)
+                continue
             if not isinstance(value, str):
                 raise usage.UsageError(
                     f"--config {path}: key {key!r} must be a string, "
@@ -223,6 +250,19 @@ class Options(usage.Options):
         if state.exists() and not state.is_dir():
             raise usage.UsageError(f"--state-dir {str(state)!r}: not a directory")
         self["state-dir"] = state
+        for origin in self["mcp-allowed-origin"]:
+            parts = urlsplit(origin)
+            if origin != "*" and (
+                parts.scheme not in ("http", "https")
+                or not parts.hostname
+                or parts.path not in ("", "/")
+                or parts.query
+                or parts.fragment
+            ):
+                raise usage.UsageError(
+                    f"--mcp-allowed-origin {origin!r}: give an origin such as "
+                    "https://app.example (scheme, host, optional port), or *"
+                )
 
 
 class _Listener(StreamServerEndpointService):
@@ -267,9 +307,19 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
     top = MultiService()
     data = ReviewsData(options["data"], snapshot)
     data.setServiceParent(top)
+    sessions = Sessions(reactor)
+    expiry = TimerService(60, sessions.expire)
+    expiry.clock = reactor
+    expiry.setServiceParent(top)
+    mcp = MCPResource(
+        Tools(data),
+        sessions,
+        options["base-url"],
+        tuple(options["mcp-allowed-origin"]),
+    )
     _Listener(
         options["listen"],
         serverFromString(reactor, options["listen"]),
-        make_site(data),
+        make_site(data, reactor, {MCP_PATH: mcp}),
     ).setServiceParent(top)
     return top

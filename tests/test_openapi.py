@@ -23,8 +23,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from reviewsd.http import make_site
 from reviewsd.loading import DEMO_DATA
+from tests.daemon import DaemonTestCase, environment, free_port
 from tests.support import BASE, Holder, snapshot_of
-from tests.test_integration import DaemonTestCase, environment, free_port
 
 SNAPSHOT = snapshot_of(DEMO_DATA)
 DOCUMENT = json.loads(SNAPSHOT.documents["/.well-known/openapi.json"].identity.body)

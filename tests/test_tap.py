@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 
-from twisted.internet.testing import MemoryReactor
+from twisted.internet.testing import MemoryReactorClock
 from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -136,7 +136,7 @@ class OptionsTests(SynchronousTestCase):
         example = Path(__file__).parent.parent / "etc" / "reviewsd.toml"
         keys = re.findall(r"^# ([a-z-]+) = ", example.read_text(), re.MULTILINE)
         options = [name for name, *_ in Options.optParameters if name != "config"]
-        self.assertEqual(sorted(keys), sorted(options))
+        self.assertEqual(sorted(keys), sorted([*options, *Options._repeatable]))
         enabled = re.sub(
             r"^# ([a-z-]+ = )", r"\1", example.read_text(), flags=re.MULTILINE
         )
@@ -145,6 +145,27 @@ class OptionsTests(SynchronousTestCase):
         )
         options_ = self.parse("--config", str(config))
         self.assertEqual(options_["base-url"], "https://reviews.example.com")
+        self.assertEqual(options_["mcp-allowed-origin"], ["https://app.example"])
+
+    def test_repeated_origins(self) -> None:
+        options = self.parse(
+            "--mcp-allowed-origin",
+            "https://a.example",
+            "--mcp-allowed-origin",
+            "*",
+        )
+        self.assertEqual(options["mcp-allowed-origin"], ["https://a.example", "*"])
+        config = self.write_config('mcp-allowed-origin = "https://b.example"\n')
+        self.assertEqual(
+            self.parse("--config", str(config))["mcp-allowed-origin"],
+            ["https://b.example"],
+        )
+        for bad in ("app.example", "https://a.example/path", "ftp://a.example"):
+            self.assertIn(
+                f"--mcp-allowed-origin {bad!r}", self.error("--mcp-allowed-origin", bad)
+            )
+        config.write_text("mcp-allowed-origin = [1]\n")
+        self.assertIn("must be a string or a list", self.error("--config", str(config)))
 
     def test_command_line_wins(self) -> None:
         config = self.write_config(
@@ -181,7 +202,7 @@ class MakeServiceTests(SynchronousTestCase):
         return options
 
     def test_listens_where_told(self) -> None:
-        reactor = MemoryReactor()
+        reactor = MemoryReactorClock()
         service = makeService(
             self.options("--listen", "tcp:8123:interface=127.0.0.1"), reactor
         )
@@ -197,7 +218,7 @@ class MakeServiceTests(SynchronousTestCase):
 
     def test_state_dir_created(self) -> None:
         options = self.options()
-        makeService(options, MemoryReactor())
+        makeService(options, MemoryReactorClock())
         self.assertTrue(options["state-dir"].is_dir())
 
     def test_bad_data_stops_start_up(self) -> None:
@@ -205,7 +226,7 @@ class MakeServiceTests(SynchronousTestCase):
         data = write_data(
             Path(self.mktemp()), [review(1), review(2, date="2023-02-29")]
         )
-        reactor = MemoryReactor()
+        reactor = MemoryReactorClock()
         error = self.assertRaises(
             SystemExit, makeService, self.options("--data", str(data)), reactor
         )

@@ -1,0 +1,355 @@
+"""
+The MCP tools: what an assistant can ask this server, with the schemas of
+what it sends and gets back.
+
+Every tool reads the current snapshot and nothing else. Arguments that break
+a tool's input schema raise L{ToolCallError} (JSON-RPC -32602, naming the
+argument); valid arguments that find nothing give a result with C{isError}
+and a text that lists what exists, so that the assistant can try again.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from attrs import frozen
+
+from reviewsd.documents import to_json
+from reviewsd.openapi import SCHEMAS
+from reviewsd.search import (
+    LIMIT_DEFAULT,
+    LIMIT_MAX,
+    NAME_MAX_LENGTH,
+    QUERY_MAX_LENGTH,
+    InvalidParameters,
+    SearchQuery,
+    date_parameter,
+)
+from reviewsd.snapshot import Snapshot
+
+
+class SnapshotSource(Protocol):
+    @property
+    def snapshot(self) -> Snapshot: ...
+
+
+class ToolCallError(Exception):
+    """A call the protocol refuses: unknown tool or arguments off the schema."""
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.message, self.data = message, data
+
+
+class NotFound(Exception):
+    """Valid arguments that match nothing: an C{isError} result, not a fault."""
+
+
+def _self_contained(schema: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAPI component schema with its references carried in C{$defs}."""
+    needed: dict[str, Any] = {}
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+                name = ref.rsplit("/", 1)[1]
+                if name not in needed:
+                    needed[name] = None
+                    needed[name] = rewrite(copy.deepcopy(SCHEMAS[name]))
+                return {"$ref": f"#/$defs/{name}"}
+            return {k: rewrite(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [rewrite(v) for v in node]
+        return node
+
+    result = rewrite(copy.deepcopy(schema))
+    if needed:
+        result["$defs"] = needed
+    return result
+
+
+def _object(
+    properties: dict[str, Any], required: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def _text(description: str, maximum: int = NAME_MAX_LENGTH) -> dict[str, Any]:
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": maximum,
+        "description": description,
+    }
+
+
+def _string(
+    arguments: Mapping[str, Any], name: str, required: bool = True
+) -> str | None:
+    value = arguments.get(name)
+    if value is None:
+        if required:
+            raise ToolCallError(f"Invalid arguments: {name} is required.")
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ToolCallError(f"Invalid arguments: {name} must be a non-empty string.")
+    if len(value) > NAME_MAX_LENGTH:
+        raise ToolCallError(
+            f"Invalid arguments: {name} must be at most {NAME_MAX_LENGTH} characters."
+        )
+    return value
+
+
+@frozen
+class Tool:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    run: Callable[[Snapshot, Mapping[str, Any]], bytes]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema,
+            "annotations": {
+                "title": self.title,
+                "readOnlyHint": True,
+                "destructiveHint": False,
+                "idempotentHint": True,
+                "openWorldHint": False,
+            },
+        }
+
+
+def _business(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
+    records = snapshot.records
+    # the /reviews.json head: {"business":...,"aggregate_rating":...
+    head = records.body[: records.offsets[0]].rsplit(b',"reviews":[', 1)[0]
+    return head + b"}"
+
+
+def _search(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
+    try:
+        query = SearchQuery.from_arguments(arguments)
+    except InvalidParameters as e:
+        raise ToolCallError(
+            "Invalid arguments: " + "; ".join(i.message for i in e.issues),
+            {"issues": [i.as_json() for i in e.issues]},
+        ) from None
+    return snapshot.search(query)
+
+
+def _since(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
+    try:
+        day = date_parameter("date", arguments.get("date"))
+        limit = SearchQuery.from_arguments({"limit": arguments.get("limit")}).limit
+    except InvalidParameters as e:
+        raise ToolCallError(
+            "Invalid arguments: " + "; ".join(i.message for i in e.issues),
+            {"issues": [i.as_json() for i in e.issues]},
+        ) from None
+    count = snapshot.since_count(day)
+    returned = min(count, limit)
+    return b'{"since":"%s","count":%d,"returned":%d,"reviews":[%s]}' % (
+        day.isoformat().encode("ascii"),
+        count,
+        returned,
+        snapshot.records.run(0, returned),
+    )
+
+
+def _review(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
+    review_id = _string(arguments, "id")
+    for position, review in enumerate(snapshot.dataset.reviews):
+        if review.id == review_id:
+            return snapshot.records.record(position)
+    raise NotFound(
+        f"No published review has the id {review_id!r}. Find ids with search_reviews "
+        "or get_reviews_since."
+    )
+
+
+_REVIEW_LIST = {"type": "array", "items": {"$ref": "#/components/schemas/Review"}}
+
+CORE_TOOLS = (
+    Tool(
+        name="get_business",
+        title="Business and rating",
+        description=(
+            "Identity, contact details, hours, service areas, services, technicians "
+            "and the aggregate rating (mean, count, 1-5 distribution) of the business."
+        ),
+        input_schema=_object({}),
+        output_schema=_self_contained(
+            _object(
+                {
+                    "business": {"$ref": "#/components/schemas/Business"},
+                    "aggregate_rating": {
+                        "$ref": "#/components/schemas/AggregateRating"
+                    },
+                },
+                ("business", "aggregate_rating"),
+            )
+        ),
+        run=_business,
+    ),
+    Tool(
+        name="search_reviews",
+        title="Search reviews",
+        description=(
+            "Verified reviews matching every given filter, newest first, with "
+            "`matched` counting all matches before `limit`. `query` is a "
+            "case-insensitive substring of the text; `mentions_technician` takes a "
+            "technician's name or alias; `mentions_service` a service id or name."
+        ),
+        input_schema=_object(
+            {
+                "rating": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 5,
+                    "description": "Exact star rating.",
+                },
+                "min_rating": {
+                    "type": "number",
+                    "minimum": 1,
+                    "maximum": 5,
+                    "description": "Minimum star rating.",
+                },
+                "since": {
+                    "type": "string",
+                    "format": "date",
+                    "description": "On or after, YYYY-MM-DD.",
+                },
+                "until": {
+                    "type": "string",
+                    "format": "date",
+                    "description": "On or before, YYYY-MM-DD.",
+                },
+                "query": _text(
+                    "Text to find in the review, any case.", QUERY_MAX_LENGTH
+                ),
+                "mentions_technician": _text("A technician's name or alias."),
+                "mentions_service": _text("A service id or name."),
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": LIMIT_MAX,
+                    "default": LIMIT_DEFAULT,
+                    "description": "How many reviews to return.",
+                },
+            }
+        ),
+        output_schema=_self_contained(SCHEMAS["SearchResult"]),
+        run=_search,
+    ),
+    Tool(
+        name="get_reviews_since",
+        title="Reviews since a date",
+        description=(
+            "Verified reviews dated on or after `date`, newest first: `count` is how "
+            "many there are, `returned` how many are included (at most `limit`)."
+        ),
+        input_schema=_object(
+            {
+                "date": {
+                    "type": "string",
+                    "format": "date",
+                    "description": "YYYY-MM-DD.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": LIMIT_MAX,
+                    "default": LIMIT_DEFAULT,
+                },
+            },
+            ("date",),
+        ),
+        output_schema=_self_contained(
+            _object(
+                {
+                    "since": {"type": "string", "format": "date"},
+                    "count": {"type": "integer", "minimum": 0},
+                    "returned": {"type": "integer", "minimum": 0},
+                    "reviews": _REVIEW_LIST,
+                },
+                ("since", "count", "returned", "reviews"),
+            )
+        ),
+        run=_since,
+    ),
+    Tool(
+        name="get_review",
+        title="One review",
+        description="One verified review by its id, with every field.",
+        input_schema=_object({"id": _text("The review id.")}, ("id",)),
+        output_schema=_self_contained(SCHEMAS["Review"]),
+        run=_review,
+    ),
+)
+
+
+class Tools:
+    """The registry: the listing, and calls answered from the current snapshot."""
+
+    def __init__(
+        self, source: SnapshotSource, tools: tuple[Tool, ...] = CORE_TOOLS
+    ) -> None:
+        self._source = source
+        self._tools = {tool.name: tool for tool in tools}
+        self.listing = to_json([tool.describe() for tool in tools])
+
+    def __iter__(self) -> Any:
+        return iter(self._tools.values())
+
+    def title(self) -> str:
+        return f"{self._source.snapshot.dataset.business.name} reviews"
+
+    def instructions(self) -> str:
+        dataset = self._source.snapshot.dataset
+        names = ", ".join(self._tools)
+        return (
+            f"Read-only data about {dataset.business.name}: its business details and "
+            f"{len(dataset.reviews)} verified customer reviews, searchable by rating, "
+            "date, text, technician and service. Use get_business for who they are "
+            "and their rating, search_reviews to find reviews (it returns the total "
+            "`matched` and the newest matches), get_reviews_since for what is new. "
+            f"Tools: {names}. Quote reviews faithfully; they are customers' words."
+        )
+
+    def call(self, name: str, arguments: Any) -> bytes:
+        """The C{CallToolResult} as JSON bytes."""
+        tool = self._tools.get(name)
+        if tool is None:
+            raise ToolCallError(
+                f"Unknown tool: {name}. Tools: {', '.join(self._tools)}."
+            )
+        if not isinstance(arguments, dict):
+            raise ToolCallError("Invalid arguments: arguments must be an object.")
+        try:
+            payload = tool.run(self._source.snapshot, arguments)
+        except NotFound as e:
+            return b'{"content":[{"type":"text","text":%s}],"isError":true}' % to_json(
+                str(e)
+            )
+        # the same JSON twice: structured, and as text for clients without it
+        return (
+            b'{"content":[{"type":"text","text":%s}],"structuredContent":%s,"isError":false}'
+            % (
+                json.dumps(payload.decode("utf-8"), ensure_ascii=False).encode("utf-8"),
+                payload,
+            )
+        )
