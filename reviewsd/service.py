@@ -50,3 +50,23 @@ class ReviewsData(Service):
             directory=str(self.directory),
             unpublished=dataset.unpublished,
         )
+
+
+class SnapshotTopics:
+    """The WebSub topics' current content, read from the current snapshot."""
+
+    def __init__(self, data: ReviewsData, links: Links) -> None:
+        self._data = data
+        self._base = links.base
+
+    def topic_content(self, topic_url: str) -> tuple[bytes, bytes, bytes] | None:
+        if not topic_url.startswith(self._base + "/"):
+            return None
+        document = self._data.snapshot.documents.get(topic_url[len(self._base) :])
+        if document is None or document.links is None:
+            return None  # a document, but not a topic (the OpenAPI description)
+        return (
+            document.identity.body,
+            document.content_type,
+            document.identity.etag,
+        )

@@ -22,11 +22,13 @@ from twisted.python import usage
 
 from reviewsd import __version__
 from reviewsd.http import make_site
-from reviewsd.links import MCP_PATH, Links
+from reviewsd.links import HUB_PATH, MCP_PATH, Links
 from reviewsd.loading import DEMO_DATA, DataError
 from reviewsd.mcp import MCPResource, Sessions
-from reviewsd.service import ReviewsData, load_snapshot
+from reviewsd.outbound import GuardedClient, OutboundPolicy, load_certificates
+from reviewsd.service import ReviewsData, SnapshotTopics, load_snapshot
 from reviewsd.tools import Tools
+from reviewsd.websub import Hub, HubConfig, HubResource
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -35,7 +37,31 @@ else:  # pragma: no cover
 
 DEFAULT_LISTEN = "tcp:8080:interface=127.0.0.1"
 
-_PATH_OPTIONS = ("data", "state-dir")
+_PATH_OPTIONS = ("data", "state-dir", "callback-ca")
+
+_NUMBERS: dict[str, tuple[type, int | float]] = {
+    "lease-default": (int, 864000),
+    "lease-min": (int, 300),
+    "lease-max": (int, 2592000),
+    "retry-base": (float, 30.0),
+    "max-subscriptions-per-host": (int, 100),
+}
+
+
+def _number(name: str, value: object) -> int | float:
+    """A positive number option, from the command line or TOML."""
+    kind, _ = _NUMBERS[name]
+    what = "a whole number" if kind is int else "a number"
+    if isinstance(value, str):
+        try:
+            value = kind(value)
+        except ValueError:
+            raise usage.UsageError(f"--{name} {value!r}: must be {what}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise usage.UsageError(f"--{name}: must be {what}, got {value!r}")
+    if kind is int and not float(value).is_integer() or not 0 < value < 1e12:
+        raise usage.UsageError(f"--{name} {value!r}: must be {what} above 0")
+    return kind(value)
 
 
 def _default_state_dir() -> Path:
@@ -150,6 +176,55 @@ class Options(usage.Options):
             "TOML file holding any of these options as top-level keys named "
             "like the long options; the command line wins.",
         ],
+        [
+            "callback-ca",
+            None,
+            None,
+            "PEM file of extra CAs trusted for HTTPS WebSub callbacks "
+            "[default: system trust only].",
+        ],
+        [
+            "lease-default",
+            None,
+            None,
+            "WebSub lease, in seconds, when a subscriber asks for none "
+            f"[default: {_NUMBERS['lease-default'][1]}].",
+        ],
+        [
+            "lease-min",
+            None,
+            None,
+            f"Shortest WebSub lease granted [default: {_NUMBERS['lease-min'][1]}].",
+        ],
+        [
+            "lease-max",
+            None,
+            None,
+            f"Longest WebSub lease granted [default: {_NUMBERS['lease-max'][1]}].",
+        ],
+        [
+            "retry-base",
+            None,
+            None,
+            "Seconds before the first retry of a failed delivery; doubles after "
+            f"[default: {_NUMBERS['retry-base'][1]:g}].",
+        ],
+        [
+            "max-subscriptions-per-host",
+            None,
+            None,
+            "WebSub subscriptions one callback host may hold "
+            f"[default: {_NUMBERS['max-subscriptions-per-host'][1]}].",
+        ],
+    ]
+
+    optFlags = [
+        [
+            "allow-private-callbacks",
+            None,
+            "Allow WebSub callbacks on loopback and private addresses (tests, "
+            "labs) [default: refused].",
+        ],
     ]
 
     _failed = False
@@ -196,6 +271,8 @@ class Options(usage.Options):
             raise usage.UsageError(f"--config {path}: invalid TOML: {e}") from None
         known = [name for name, *_ in self.optParameters if name != "config"]
         known += self._repeatable
+        flags = [name for name, *_ in self.optFlags]
+        known += flags
         for key, value in config.items():
             if key not in known:
                 close = difflib.get_close_matches(key, known, n=1)
@@ -215,6 +292,17 @@ class Options(usage.Options):
                     )
                 if not self[key]:
                     self[key] = list(values)
+                continue
+            if key in flags:
+                if not isinstance(value, bool):
+                    raise usage.UsageError(
+                        f"--config {path}: key {key!r} must be true or false"
+                    )
+                self[key] = self[key] or value
+                continue
+            if key in _NUMBERS and isinstance(value, (int, float)):
+                if self[key] is None:
+                    self[key] = value
                 continue
             if not isinstance(value, str):
                 raise usage.UsageError(
@@ -250,6 +338,26 @@ class Options(usage.Options):
         if state.exists() and not state.is_dir():
             raise usage.UsageError(f"--state-dir {str(state)!r}: not a directory")
         self["state-dir"] = state
+        for name, (_, default) in _NUMBERS.items():
+            self[name] = default if self[name] is None else _number(name, self[name])
+        if not self["lease-min"] <= self["lease-default"] <= self["lease-max"]:
+            raise usage.UsageError(
+                f"leases: need --lease-min ({self['lease-min']}) <= --lease-default "
+                f"({self['lease-default']}) <= --lease-max ({self['lease-max']})"
+            )
+        self["allow-private-callbacks"] = bool(self["allow-private-callbacks"])
+        if self["callback-ca"] is not None:
+            path = Path(self["callback-ca"]).expanduser()
+            try:
+                pem = path.read_bytes()
+                load_certificates(pem)
+            except OSError as e:
+                raise usage.UsageError(
+                    f"--callback-ca {str(path)!r}: {e.strerror}"
+                ) from None
+            except ValueError as e:
+                raise usage.UsageError(f"--callback-ca {str(path)!r}: {e}") from None
+            self["callback-ca"] = pem
         for origin in self["mcp-allowed-origin"]:
             parts = urlsplit(origin)
             if origin != "*" and (
@@ -299,8 +407,9 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
         raise SystemExit(
             f"reviewsd: --state-dir {str(options['state-dir'])!r}: {e.strerror}"
         ) from None
+    links = Links(options["base-url"])
     try:
-        snapshot = load_snapshot(options["data"], Links(options["base-url"]))
+        snapshot = load_snapshot(options["data"], links)
     except DataError as e:
         raise SystemExit(f"reviewsd: cannot publish the data: {e}") from None
 
@@ -317,9 +426,33 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
         options["base-url"],
         tuple(options["mcp-allowed-origin"]),
     )
+    client = GuardedClient(
+        reactor,
+        OutboundPolicy(
+            allow_private=options["allow-private-callbacks"],
+            extra_ca_pem=options["callback-ca"],
+        ),
+    )
+    hub = Hub(
+        HubConfig(
+            hub_url=links.hub,
+            topics=(links.atom_feed, links.json_feed, links.reviews),
+            lease_default=options["lease-default"],
+            lease_min=options["lease-min"],
+            lease_max=options["lease-max"],
+            retry_base=options["retry-base"],
+            max_per_host=options["max-subscriptions-per-host"],
+        ),
+        client,
+        store_path=options["state-dir"] / "websub.sqlite3",
+        topics=SnapshotTopics(data, links),
+        clock=reactor,
+    )
+    # before the listener, so that the listener stops first
+    hub.setServiceParent(top)
     _Listener(
         options["listen"],
         serverFromString(reactor, options["listen"]),
-        make_site(data, reactor, {MCP_PATH: mcp}),
+        make_site(data, reactor, {MCP_PATH: mcp, HUB_PATH: HubResource(hub)}),
     ).setServiceParent(top)
     return top

@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+import trustme
 from twisted.internet.testing import MemoryReactorClock
 from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
@@ -136,16 +137,21 @@ class OptionsTests(SynchronousTestCase):
         example = Path(__file__).parent.parent / "etc" / "reviewsd.toml"
         keys = re.findall(r"^# ([a-z-]+) = ", example.read_text(), re.MULTILINE)
         options = [name for name, *_ in Options.optParameters if name != "config"]
+        options += [name for name, *_ in Options.optFlags]
         self.assertEqual(sorted(keys), sorted([*options, *Options._repeatable]))
         enabled = re.sub(
             r"^# ([a-z-]+ = )", r"\1", example.read_text(), flags=re.MULTILINE
         )
-        config = self.write_config(
-            enabled.replace("/srv/reviewsd/data", str(DEMO_DATA))
-        )
+        ca = os.path.abspath(self.mktemp())
+        trustme.CA().cert_pem.write_to_path(ca)
+        enabled = enabled.replace("/srv/reviewsd/data", str(DEMO_DATA))
+        config = self.write_config(enabled.replace("/etc/reviewsd/callback-ca.pem", ca))
         options_ = self.parse("--config", str(config))
         self.assertEqual(options_["base-url"], "https://reviews.example.com")
         self.assertEqual(options_["mcp-allowed-origin"], ["https://app.example"])
+        self.assertEqual(options_["lease-max"], 2592000)
+        self.assertIs(options_["allow-private-callbacks"], False)
+        self.assertTrue(options_["callback-ca"].startswith(b"-----BEGIN CERTIFICATE"))
 
     def test_repeated_origins(self) -> None:
         options = self.parse(
@@ -166,6 +172,30 @@ class OptionsTests(SynchronousTestCase):
             )
         config.write_text("mcp-allowed-origin = [1]\n")
         self.assertIn("must be a string or a list", self.error("--config", str(config)))
+
+    def test_websub_options(self) -> None:
+        options = self.parse("--lease-min", "60", "--retry-base", "0.5")
+        self.assertEqual((options["lease-min"], options["retry-base"]), (60, 0.5))
+        self.assertEqual(options["lease-default"], 864000)
+        for argv, expected in [
+            (["--lease-min", "soon"], "--lease-min 'soon': must be a whole number"),
+            (["--lease-max", "0"], "must be a whole number above 0"),
+            (["--retry-base", "-1"], "--retry-base"),
+            (["--lease-min", "900000"], "need --lease-min (900000) <= --lease-default"),
+            (["--callback-ca", "/nonexistent.pem"], "--callback-ca '/nonexistent.pem'"),
+        ]:
+            self.assertIn(expected, self.error(*argv))
+        not_pem = self.mktemp()
+        Path(not_pem).write_text("hello")
+        self.assertIn("no PEM certificate", self.error("--callback-ca", not_pem))
+        config = self.write_config("lease-min = 1.5\nallow-private-callbacks = true\n")
+        self.assertIn("--lease-min", self.error("--config", str(config)))
+        config.write_text("retry-base = 2.5\nallow-private-callbacks = true\n")
+        options = self.parse("--config", str(config))
+        self.assertEqual(options["retry-base"], 2.5)
+        self.assertIs(options["allow-private-callbacks"], True)
+        config.write_text('allow-private-callbacks = "yes"\n')
+        self.assertIn("must be true or false", self.error("--config", str(config)))
 
     def test_command_line_wins(self) -> None:
         config = self.write_config(

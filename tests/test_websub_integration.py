@@ -1,0 +1,532 @@
+"""
+The WebSub hub over real sockets: a real HTTPS subscriber on loopback
+(certificates from trustme, trusted through C{--callback-ca}), the hub in
+the real daemon, and the hub assembled in this process.
+
+L{Subscriber} is also used by C{tests.test_outbound} and by
+C{benchmarks/websub.py}.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import trustme
+from attrs import frozen
+from treq.client import HTTPClient
+from twisted.internet import defer, reactor, task
+from twisted.internet.ssl import PrivateCertificate
+from twisted.trial.unittest import TestCase
+from twisted.web.client import Agent
+from twisted.web.resource import Resource
+from twisted.web.server import Request, Site
+
+from reviewsd.http import make_site
+from reviewsd.links import ATOM_FEED_PATH, HUB_PATH, JSON_FEED_PATH, Links
+from reviewsd.outbound import GuardedClient, OutboundPolicy
+from reviewsd.service import load_snapshot
+from reviewsd.websub import Hub, HubConfig, HubResource
+from reviewsd.websub.hub import signature
+from tests.daemon import TWISTD, DaemonTestCase, _Daemon, environment, free_port
+from tests.support import Holder, review, write_data
+
+FORM = {b"Content-Type": [b"application/x-www-form-urlencoded"]}
+
+
+@frozen
+class Seen:
+    """One request the subscriber received."""
+
+    method: bytes
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[bytes, list[bytes]]
+    body: bytes
+
+    @property
+    def host(self) -> bytes:
+        return self.headers.get(b"host", [b""])[0]
+
+    def param(self, name: str) -> str | None:
+        values = self.query.get(name)
+        return values[0] if values else None
+
+
+class Subscriber(Resource):
+    """
+    A WebSub subscriber serving any number of callback paths: it answers
+    verification with the challenge (or as told, per path) and
+    acknowledges deliveries (with the status it is told, per path).
+    """
+
+    isLeaf = True
+
+    def __init__(self, record: bool = True) -> None:
+        super().__init__()
+        self.seen: list[Seen] = []
+        self.record = record
+        self.verify_answer: dict[str, Callable[[str], tuple[int, bytes]]] = {}
+        self.delivery_status: dict[str, int] = {}
+        self.deliveries = 0
+        self.verifications = 0
+        self._waiting: list[tuple[Callable[[], bool], defer.Deferred[None]]] = []
+
+    def render(self, request: Request) -> bytes:
+        path = request.path.decode()
+        query = parse_qs(urlsplit(request.uri.decode()).query, keep_blank_values=True)
+        body = request.content.read()
+        if self.record:
+            self.seen.append(
+                Seen(
+                    request.method,
+                    path,
+                    query,
+                    {
+                        name.lower(): values
+                        for name, values in request.requestHeaders.getAllRawHeaders()
+                    },
+                    body,
+                )
+            )
+        if request.method == b"GET":
+            self.verifications += 1
+            challenge = query.get("hub.challenge", [""])[0]
+            answer = self.verify_answer.get(path)
+            code, reply = (
+                (200, challenge.encode()) if answer is None else answer(challenge)
+            )
+            request.setResponseCode(code)
+        else:
+            self.deliveries += 1
+            request.setResponseCode(self.delivery_status.get(path, 202))
+            reply = b""
+        self._check()
+        return reply
+
+    def _check(self) -> None:
+        still = []
+        for predicate, d in self._waiting:
+            if predicate():
+                d.callback(None)
+            else:
+                still.append((predicate, d))
+        self._waiting = still
+
+    def wait_for(self, predicate: Callable[[], bool]) -> defer.Deferred[None]:
+        d: defer.Deferred[None] = defer.Deferred()
+        self._waiting.append((predicate, d))
+        self._check()
+        return d
+
+    def requests(self, method: bytes, path: str | None = None) -> list[Seen]:
+        return [
+            s
+            for s in self.seen
+            if s.method == method and (path is None or s.path == path)
+        ]
+
+
+class TLSFiles:
+    """A throwaway CA and a certificate for loopback names, on disk too."""
+
+    def __init__(self, directory: Path, *names: str) -> None:
+        self.ca = trustme.CA()
+        self.cert = self.ca.issue_cert(*(names or ("127.0.0.1", "localhost")))
+        directory.mkdir(parents=True, exist_ok=True)
+        self.ca_path = directory / "callback-ca.pem"
+        self.ca.cert_pem.write_to_path(str(self.ca_path))
+
+    @property
+    def ca_pem(self) -> bytes:
+        return self.ca.cert_pem.bytes()
+
+    def server_options(self) -> Any:
+        pem = self.cert.private_key_pem.bytes() + b"".join(
+            c.bytes() for c in self.cert.cert_chain_pems
+        )
+        return PrivateCertificate.loadPEM(pem).options()
+
+
+def listen_https(resource: Resource, tls: TLSFiles) -> Any:
+    """Serve C{resource} over HTTPS on a free loopback port."""
+    site = Site(resource)
+    site.noisy = False
+    return reactor.listenSSL(0, site, tls.server_options(), interface="127.0.0.1")
+
+
+def wait(d: defer.Deferred[Any], seconds: float = 20.0) -> defer.Deferred[Any]:
+    return d.addTimeout(seconds, reactor)
+
+
+def settle(seconds: float = 1.0) -> defer.Deferred[None]:
+    """
+    Give the daemon time to read the subscriber's answer and commit what it
+    decided: the subscriber has answered, but cannot see the hub's side.
+    """
+    return task.deferLater(reactor, seconds, lambda: None)
+
+
+def copy_demo_data(destination: Path) -> Path:
+    reviews = [review(n) for n in range(5)]
+    return write_data(destination, reviews)
+
+
+def change_data(directory: Path, count: int) -> None:
+    write_data(directory, [review(n) for n in range(count)])
+
+
+# --- the hub in the real daemon ---------------------------------------------
+
+
+class StatefulDaemonTestCase(DaemonTestCase):
+    """
+    L{DaemonTestCase} with a state directory of the test's choosing (so a
+    second daemon can find the first one's state) and a kill -9.
+    """
+
+    @defer.inlineCallbacks
+    def start_with_state(self, base: str, state: Path, *argv: str) -> Any:
+        self.base = base
+        self.client = HTTPClient(Agent(reactor))
+        workdir = Path(self.mktemp()).resolve()
+        workdir.mkdir(parents=True)
+        daemon = _Daemon()
+        process = reactor.spawnProcess(
+            daemon,
+            sys.executable,
+            [
+                *TWISTD,
+                "--nodaemon",
+                "--pidfile=",
+                "reviewsd",
+                "--state-dir",
+                str(state),
+                *argv,
+            ],
+            env=environment(),
+            path=str(workdir),
+        )
+        self.daemon, self.process = daemon, process
+
+        def stop() -> defer.Deferred[None]:
+            if not daemon.ended.called:
+                process.signalProcess(signal.SIGTERM)
+            return daemon.ended
+
+        self.addCleanup(stop)
+        for _ in range(300):
+            if daemon.ended.called:
+                self.fail(f"twistd exited:\n{daemon.output.decode()}")
+            try:
+                yield self.client.get(base + "/reviews.json")
+            except Exception:
+                yield task.deferLater(reactor, 0.1, lambda: None)
+            else:
+                return
+        self.fail(f"twistd never answered:\n{daemon.output.decode()}")
+
+    @defer.inlineCallbacks
+    def stop_daemon(self, sig: int = signal.SIGTERM) -> Any:
+        if not self.daemon.ended.called:
+            self.process.signalProcess(sig)
+        yield self.daemon.ended
+
+
+def _hub_wired() -> bool:
+    """Whether C{twistd reviewsd} has the hub's options yet."""
+    from reviewsd.tap import Options
+
+    names = {row[0] for row in Options.optParameters}
+    names |= {row[0] for row in getattr(Options, "optFlags", [])}
+    return {"callback-ca", "allow-private-callbacks"} <= names
+
+
+class DaemonHubTests(StatefulDaemonTestCase):
+    """
+    The real C{twistd -n reviewsd} with the hub wired in: C{--callback-ca}
+    and C{--allow-private-callbacks} let it call back a loopback subscriber.
+    New content is published by a restart with changed data (the catch-up
+    of subscribers that missed a change), which needs no live reload.
+    """
+
+    timeout = 120
+    if not _hub_wired():
+        skip = "the WebSub hub is not wired into reviewsd.tap yet"
+
+    def setUp(self) -> None:
+        root = Path(self.mktemp()).resolve()
+        self.data = copy_demo_data(root / "data")
+        self.state = root / "state"
+        self.tls = TLSFiles(root / "tls")
+        self.subscriber = Subscriber()
+        self.listening = listen_https(self.subscriber, self.tls)
+        self.addCleanup(self.listening.stopListening)
+        self.callback_base = f"https://127.0.0.1:{self.listening.getHost().port}"
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def start_daemon(self) -> defer.Deferred[Any]:
+        return self.start_with_state(
+            self.base,
+            self.state,
+            "--listen",
+            f"tcp:{self.port}:interface=127.0.0.1",
+            "--data",
+            str(self.data),
+            "--callback-ca",
+            str(self.tls.ca_path),
+            "--allow-private-callbacks",
+        )
+
+    @defer.inlineCallbacks
+    def hub_request(self, mode: str, topic: str, callback: str, **extra: str) -> Any:
+        form = {"hub.mode": mode, "hub.topic": topic, "hub.callback": callback}
+        form.update(extra)
+        response = yield self.client.post(self.base + HUB_PATH, data=form)
+        body = yield response.content()
+        return response.code, body
+
+    @defer.inlineCallbacks
+    def test_subscribe_deliver_unsubscribe_across_restarts(self) -> Any:
+        """
+        Subscribe (verified with a lease), survive a restart, receive the
+        changed topic byte for byte with its signature and links, then
+        unsubscribe and receive nothing more.
+        """
+        yield self.start_daemon()
+        topic = self.base + ATOM_FEED_PATH
+        callback = self.callback_base + "/feed?subscriber=1"
+        code, body = yield self.hub_request(
+            "subscribe",
+            topic,
+            callback,
+            **{"hub.secret": "s3cret", "hub.lease_seconds": "3600"},
+        )
+        self.assertEqual(code, 202, body)
+        yield wait(self.subscriber.wait_for(lambda: self.subscriber.verifications >= 1))
+        check = self.subscriber.requests(b"GET", "/feed")[0]
+        self.assertEqual(check.param("hub.mode"), "subscribe")
+        self.assertEqual(check.param("hub.topic"), topic)
+        self.assertEqual(check.param("hub.lease_seconds"), "3600")
+        self.assertEqual(check.param("subscriber"), "1")
+
+        yield settle()
+        yield self.stop_daemon()
+        change_data(self.data, 7)
+        yield self.start_daemon()
+        yield wait(self.subscriber.wait_for(lambda: self.subscriber.deliveries >= 1))
+        delivery = self.subscriber.requests(b"POST", "/feed")[0]
+        fresh = yield self.client.get(topic)
+        fresh_body = yield fresh.content()
+        self.assertEqual(delivery.body, fresh_body)
+        self.assertEqual(
+            delivery.headers[b"content-type"],
+            fresh.headers.getRawHeaders(b"content-type"),
+        )
+        self.assertEqual(
+            delivery.headers[b"link"],
+            [f'<{self.base}{HUB_PATH}>; rel="hub", <{topic}>; rel="self"'.encode()],
+        )
+        self.assertEqual(
+            delivery.headers[b"x-hub-signature"],
+            [signature(b"s3cret", fresh_body)],
+        )
+
+        code, _ = yield self.hub_request("unsubscribe", topic, callback)
+        self.assertEqual(code, 202)
+        yield wait(self.subscriber.wait_for(lambda: self.subscriber.verifications >= 2))
+        self.assertEqual(
+            self.subscriber.requests(b"GET", "/feed")[1].param("hub.mode"),
+            "unsubscribe",
+        )
+        yield settle()
+        yield self.stop_daemon()
+        change_data(self.data, 9)
+        yield self.start_daemon()
+        yield task.deferLater(reactor, 1.5, lambda: None)
+        self.assertEqual(self.subscriber.deliveries, 1)
+
+    @defer.inlineCallbacks
+    def test_subscription_survives_kill_9(self) -> Any:
+        """
+        A verified subscription is on disk: after C{kill -9} and a restart
+        on changed data, the subscriber gets the new content.
+        """
+        yield self.start_daemon()
+        topic = self.base + JSON_FEED_PATH
+        code, _ = yield self.hub_request(
+            "subscribe", topic, self.callback_base + "/json"
+        )
+        self.assertEqual(code, 202)
+        yield wait(self.subscriber.wait_for(lambda: self.subscriber.verifications >= 1))
+        yield settle()
+        yield self.stop_daemon(signal.SIGKILL)
+        change_data(self.data, 8)
+        yield self.start_daemon()
+        yield wait(self.subscriber.wait_for(lambda: self.subscriber.deliveries >= 1))
+        delivery = self.subscriber.requests(b"POST", "/json")[0]
+        fresh = yield (yield self.client.get(topic)).content()
+        self.assertEqual(delivery.body, fresh)
+        self.assertNotIn(b"x-hub-signature", delivery.headers)
+
+    @defer.inlineCallbacks
+    def test_bad_requests(self) -> Any:
+        """The daemon's hub answers malformed requests 400/415, others 405."""
+        yield self.start_daemon()
+        code, body = yield self.hub_request(
+            "subscribe", self.base + "/nope", self.callback_base + "/x"
+        )
+        self.assertEqual(code, 400)
+        self.assertIn(b"hub.topic", body)
+        response = yield self.client.post(self.base + HUB_PATH, data=b"{}")
+        self.assertEqual(response.code, 415)
+        response = yield self.client.get(self.base + HUB_PATH)
+        self.assertEqual(response.code, 405)
+        self.assertEqual((yield response.json())["error"], "method_not_allowed")
+        self.assertEqual(self.subscriber.seen, [])
+
+
+# --- the hub assembled in this process --------------------------------------
+
+
+class TopicsOf:
+    """A L{reviewsd.websub.TopicSource} over a snapshot holder."""
+
+    def __init__(self, holder: Holder) -> None:
+        self._holder = holder
+
+    def topic_content(self, topic_url: str) -> tuple[bytes, bytes, bytes] | None:
+        snapshot = self._holder.snapshot
+        path = topic_url[len(snapshot.links.base) :]
+        if not topic_url.startswith(snapshot.links.base):
+            return None
+        document = snapshot.documents.get(path)
+        if document is None or document.links is None:
+            return None
+        return (
+            document.identity.body,
+            document.content_type,
+            document.identity.etag,
+        )
+
+
+class InProcessHubTests(TestCase):
+    """
+    The service tree the daemon builds (Front with the hub mounted, the
+    hub, the guarded client) on real loopback sockets, with a real HTTPS
+    subscriber: live publishing without the daemon.
+    """
+
+    timeout = 60
+
+    @defer.inlineCallbacks
+    def setUp(self) -> Any:
+        root = Path(self.mktemp()).resolve()
+        self.data = copy_demo_data(root / "data")
+        self.tls = TLSFiles(root / "tls")
+        self.subscriber = Subscriber()
+        listening = listen_https(self.subscriber, self.tls)
+        self.addCleanup(listening.stopListening)
+        self.callback_base = f"https://127.0.0.1:{listening.getHost().port}"
+
+        port = free_port()
+        self.links = Links(f"http://127.0.0.1:{port}")
+        self.holder = Holder(load_snapshot(self.data, self.links))
+        client = GuardedClient(
+            reactor,
+            OutboundPolicy(allow_private=True, extra_ca_pem=self.tls.ca_pem),
+        )
+        config = HubConfig(
+            hub_url=self.links.hub,
+            topics=(self.links.atom_feed, self.links.json_feed, self.links.reviews),
+            retry_base=0.2,
+        )
+        state = root / "state"
+        state.mkdir()
+        self.hub = Hub(
+            config,
+            client,
+            store_path=state / "websub.sqlite3",
+            topics=TopicsOf(self.holder),
+            clock=reactor,
+        )
+        self.hub.startService()
+        self.addCleanup(self.hub.stopService)
+        site = make_site(self.holder, reactor, {HUB_PATH: HubResource(self.hub)})
+        site.noisy = False
+        http = reactor.listenTCP(port, site, interface="127.0.0.1")
+        self.addCleanup(http.stopListening)
+        self.http = HTTPClient(Agent(reactor))
+        yield self.hub.ready()
+
+    @defer.inlineCallbacks
+    def subscribe(self, path: str, topic: str, **extra: str) -> Any:
+        form = {
+            "hub.mode": "subscribe",
+            "hub.topic": topic,
+            "hub.callback": self.callback_base + path,
+            **extra,
+        }
+        response = yield self.http.post(self.links.hub, data=form)
+        self.assertEqual(response.code, 202)
+        self.assertEqual(
+            response.headers.getRawHeaders(b"content-type"),
+            [b"text/plain; charset=utf-8"],
+        )
+        yield response.content()
+
+    @defer.inlineCallbacks
+    def test_publish_reaches_subscribers(self) -> Any:
+        topic = self.links.json_feed
+        yield self.subscribe("/a", topic, **{"hub.secret": "k" * 20})
+        yield self.subscribe("/b", topic)
+        yield wait(self.subscriber.wait_for(lambda: self.subscriber.verifications >= 2))
+        yield wait(self._verified(2))
+        change_data(self.data, 11)
+        self.holder.snapshot = load_snapshot(self.data, self.links)
+        yield wait(self.hub.publish(topic))
+        self.assertEqual(self.subscriber.deliveries, 2)
+        fresh = yield (yield self.http.get(topic)).content()
+        for path in ("/a", "/b"):
+            (delivery,) = self.subscriber.requests(b"POST", path)
+            self.assertEqual(delivery.body, fresh)
+            self.assertEqual(delivery.headers[b"content-type"], [b"application/json"])
+        (signed,) = self.subscriber.requests(b"POST", "/a")
+        self.assertEqual(
+            signed.headers[b"x-hub-signature"], [signature(b"k" * 20, fresh)]
+        )
+        self.assertNotIn(
+            b"x-hub-signature", self.subscriber.requests(b"POST", "/b")[0].headers
+        )
+
+    @defer.inlineCallbacks
+    def test_retry_then_denial(self) -> Any:
+        """A callback failing 3 times is denied, over real sockets."""
+        topic = self.links.atom_feed
+        self.subscriber.delivery_status["/down"] = 503
+        yield self.subscribe("/down", topic)
+        yield wait(self._verified(1))
+        yield wait(self.hub.publish(topic))
+        yield wait(
+            self.subscriber.wait_for(
+                lambda: any(
+                    s.param("hub.mode") == "denied"
+                    for s in self.subscriber.requests(b"GET", "/down")
+                )
+            )
+        )
+        self.assertEqual(len(self.subscriber.requests(b"POST", "/down")), 3)
+        self.assertEqual(self.hub.subscriptions(), [])
+
+    def _verified(self, count: int) -> defer.Deferred[None]:
+        def check() -> Any:
+            if len(self.hub.subscriptions()) >= count:
+                return None
+            return task.deferLater(reactor, 0.02, check)
+
+        return defer.maybeDeferred(check)
