@@ -81,11 +81,22 @@ def wait_for(url: str) -> None:
 def start_daemon(port: int, work: Path, *argv: str) -> subprocess.Popen[bytes]:
     """twistd -n reviewsd on 127.0.0.1:port, logging to /dev/null."""
     return subprocess.Popen(
-        [sys.executable, "-c", "from twisted.scripts.twistd import run; run()",
-         "--nodaemon", "--pidfile=", "--logfile=/dev/null", "reviewsd",
-         "--listen", f"tcp:{port}:interface=127.0.0.1",
-         "--state-dir", str(work / "state"), *argv],
-        env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=work,
+        [
+            sys.executable,
+            "-c",
+            "from twisted.scripts.twistd import run; run()",
+            "--nodaemon",
+            "--pidfile=",
+            "--logfile=/dev/null",
+            "reviewsd",
+            "--listen",
+            f"tcp:{port}:interface=127.0.0.1",
+            "--state-dir",
+            str(work / "state"),
+            *argv,
+        ],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        cwd=work,
     )
 
 

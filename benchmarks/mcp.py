@@ -19,8 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.documents import free_port, wait_for, wrk  # noqa: E402
-from benchmarks.documents import start_daemon  # noqa: E402
+from benchmarks.documents import (  # noqa: E402
+    free_port,
+    start_daemon,  # noqa: E402
+    wait_for,
+    wrk,
+)
 
 ARGUMENTS = {"rating": 5, "limit": 20}
 
@@ -78,8 +82,10 @@ def main() -> None:
         }
         script = work / "call.lua"
         script.write_text(LUA % (json.dumps(call), session))
-        search = base + "/api/reviews/search?" + "&".join(
-            f"{k}={v}" for k, v in ARGUMENTS.items()
+        search = (
+            base
+            + "/api/reviews/search?"
+            + "&".join(f"{k}={v}" for k, v in ARGUMENTS.items())
         )
         mcp, http = [], []
         for _ in range(args.rounds):

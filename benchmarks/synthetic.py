@@ -18,40 +18,55 @@ from typing import Any
 
 DEMO = Path(__file__).resolve().parent.parent / "reviewsd" / "demo" / "business.json"
 
-_GOOD = [
-    "{tech} showed up right on time and got straight to work.",
-    "The price was fair and matched the written quote exactly.",
-    "They cleaned up every bit of dust and even swept the driveway.",
-    "Great communication, we got a text before each visit.",
-    "The {service} looks fantastic, really careful workmanship.",
-    "{tech} explained every option without any pressure.",
-    "Honest, friendly and professional from start to finish.",
-    "Scheduling was easy and they fit us in the same week.",
-    "Our {service} has worked perfectly since, no leaks at all.",
-    "You can tell {tech} knows the trade inside out.",
+_OPENERS = [
+    "{tech} came out on {day} to look at our {kw}.",
+    "We hired them for {service} at our place in {area}.",
+    "Called about a {problem} {kw} and they had someone here within {n} hours.",
+    "This was our {ordinal} project with them, this time {service}.",
+    "Needed help with the {kw} before {event}.",
+    "Our {kw} in {area} had been giving us trouble for {n} months.",
 ]
-_BAD = [
-    "{tech} was two hours late and never called ahead.",
-    "The final bill was way over the quote with hidden fees.",
-    "They left debris and dust all over the living room.",
-    "Nobody returned my calls for a week.",
-    "The {service} started leaking again a month later.",
-    "Sloppy work on the {service}, we had to have it redone.",
-    "They rescheduled three times and then did not show up.",
-    "{tech} seemed unsure how to fix it and guessed at the problem.",
+_GOOD = [
+    "{tech} was on time, polite and explained everything.",
+    "Fair price and the crew cleaned up every evening.",
+    "The {kw} looks great and the work is solid.",
+    "Very professional from start to finish, {n}/10.",
+    "They finished {n} days early and stayed on budget.",
+    "Honest quote, no pressure, and the {kw} works perfectly now.",
+    "{tech} was super knowledgeable and found the real problem fast.",
+    "Spotless job site, they even vacuumed after the {kw} install.",
+    "Great communication, texts with photos every afternoon.",
+    "Would hire again, {tech} is a gem.",
 ]
 _MIXED = [
-    "Good work on the {service}, though it took longer than promised.",
-    "{tech} did fine but the scheduling was a mess.",
-    "Decent job overall, a bit pricey for what it was.",
+    "The {kw} came out fine but it took {n} weeks longer than planned.",
+    "Good work overall, a bit pricey for a small {kw} job.",
+    "Scheduling took a while but {tech} did a decent job.",
+    "They left some dust behind, otherwise the {kw} is ok.",
 ]
-_OPENERS = [
-    "We hired them for our {service} here in {area}.",
-    "Called about the {service} last month.",
-    "Second time using this company.",
-    "Needed help with the {service} after a storm.",
+_BAD = [
+    "{tech} showed up {n} hours late and never called.",
+    "The final bill was ${money} more than the quote.",
+    "Nobody showed up for the appointment on {day}.",
+    "The {kw} started leaking again after {n} weeks.",
+    "They left a mess of {kw} scraps in the yard.",
+    "Sloppy work, the {kw} is crooked and uneven.",
+    "Rude office staff and hidden fees on the invoice.",
+    "Wrong part ordered twice, we waited {n} days.",
+]
+_CLOSERS = [
+    "Thanks again, {tech}!",
+    "Highly recommend to anyone in {area}.",
+    "Will use them again for the {kw}.",
+    "I would not hire them again.",
+    "Can't say enough good things.",
+    "Hope they fix their scheduling.",
     "",
 ]
+_DAYS = ["Monday", "a Saturday", "a Sunday", "Friday morning", "Tuesday afternoon"]
+_PROBLEMS = ["leaking", "broken", "noisy", "dead", "sagging", "cracked"]
+_EVENTS = ["the holidays", "winter", "our move", "the inspection", "the party"]
+_ORDINALS = ["second", "third", "fourth", "fifth"]
 _FIRST = [
     "Ana",
     "Ben",
@@ -86,19 +101,28 @@ def _business() -> dict[str, Any]:
 
 
 def _text(rng: random.Random, rating: int, business: dict[str, Any]) -> str:
-    def fill(template: str) -> str:
-        technician = rng.choice(business["technicians"])
-        service = rng.choice(business["services"])
-        return template.format(
-            tech=rng.choice([technician["name"], *technician["aliases"]]),
-            service=rng.choice([service["name"].lower(), *service["keywords"]]),
-            area=rng.choice(business["service_areas"]),
-        )
-
-    pool = _GOOD if rating >= 4 else _BAD if rating <= 2 else _GOOD + _BAD + _MIXED
-    sentences = [fill(rng.choice(_OPENERS))]
-    sentences += [fill(s) for s in rng.sample(pool, rng.randint(1, 4))]
-    return " ".join(s for s in sentences if s)
+    technician = rng.choice(business["technicians"])
+    service = rng.choice(business["services"])
+    slots = {
+        "tech": rng.choice([technician["name"], *technician["aliases"]]),
+        "service": service["name"].lower(),
+        "kw": rng.choice(service["keywords"] or [service["name"]]).lower(),
+        "area": rng.choice(business["service_areas"]),
+        "day": rng.choice(_DAYS),
+        "problem": rng.choice(_PROBLEMS),
+        "event": rng.choice(_EVENTS),
+        "ordinal": rng.choice(_ORDINALS),
+        "n": rng.randint(2, 12),
+        "money": rng.randint(80, 4000),
+    }
+    if rating >= 4:
+        body = rng.sample(_GOOD, rng.randint(1, 3))
+    elif rating == 3:
+        body = rng.sample(_MIXED, 1) + rng.sample(_GOOD, rng.randint(0, 1))
+    else:
+        body = rng.sample(_BAD, rng.randint(1, 3))
+    sentences = [rng.choice(_OPENERS), *body, rng.choice(_CLOSERS)]
+    return " ".join(s.format(**slots) for s in sentences if s)
 
 
 def generate(count: int, seed: int = 1) -> tuple[dict[str, Any], list[dict[str, Any]]]:

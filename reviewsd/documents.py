@@ -207,3 +207,82 @@ def render_atom(dataset: Dataset, links: Links) -> bytes:
         out.append("</entry>\n")
     out.append("</feed>\n")
     return "".join(out).encode("utf-8")
+
+
+def render_llms_txt(dataset: Dataset, insights: dict[str, Any], links: Links) -> bytes:
+    """
+    C{/llms.txt} (llmstxt.org): what an AI agent needs to know and where to
+    read more, from the same data as everything else.
+    """
+    business = dataset.business
+    aggregate = aggregate_rating(dataset.reviews)
+    metadata = business.metadata
+    lines = [f"# {business.name}", ""]
+    rating = aggregate["rating_value"]
+    if rating is None:
+        lines += ["> No verified customer reviews yet.", ""]
+    else:
+        span = insights.get("date_range") or {}
+        lines += [
+            f"> Verified customer reviews of {business.name}: "
+            f"{aggregate['review_count']} reviews, {rating} out of 5 stars on average"
+            + (
+                f", from {span['earliest']} to {span['latest']}."
+                if span.get("earliest")
+                else "."
+            ),
+            "",
+        ]
+    if metadata.get("description"):
+        lines += [str(metadata["description"]), ""]
+    facts = [
+        ("Website", business.url),
+        ("Telephone", metadata.get("telephone")),
+        ("Email", metadata.get("email")),
+        ("Service areas", ", ".join(business.service_areas)),
+        ("Services", ", ".join(f"{s.name} (id {s.id})" for s in business.services)),
+        ("Technicians", ", ".join(t.name for t in business.technicians)),
+    ]
+    lines += [f"- {name}: {value}" for name, value in facts if value]
+    if insights.get("summary"):
+        lines += ["", "## What customers say", "", str(insights["summary"])]
+    aspects = [a for a in insights.get("aspects", []) if a.get("mention_count")]
+    if aspects:
+        lines.append("")
+        for aspect in aspects[:5]:
+            share = aspect.get("positive_pct")
+            lines.append(
+                f"- {aspect['label']}: mentioned in {aspect['mention_count']} reviews"
+                + ("" if share is None else f", {share}% positive")
+            )
+    lines += [
+        "",
+        "## Data",
+        "",
+        f"- [All reviews]({links.reviews}): business details, aggregate rating "
+        "and every verified review, newest first (JSON)",
+        f"- [Insights]({links.insights}): sentiment by aspect, technicians, "
+        "services, places, topics, monthly trend, FAQ (JSON)",
+        f"- [Search]({links.url('/api/reviews/search')}): filter by rating, "
+        "min_rating, since, until, query, mentions_technician, mentions_service, "
+        "limit (JSON)",
+        f"- Reviews since a date: {links.url('/api/reviews/since/')}YYYY-MM-DD, "
+        "for incremental sync (JSON)",
+        f"- [JSON Feed]({links.json_feed}) and [Atom feed]({links.atom_feed}) of "
+        f"the {FEED_ITEMS} newest reviews",
+        f"- [OpenAPI description]({links.url('/.well-known/openapi.json')}) of "
+        "every endpoint",
+        "",
+        "## For assistants",
+        "",
+        f"- [MCP server]({links.url('/mcp')}): Model Context Protocol over "
+        "streamable HTTP, no authentication; tools search_reviews, get_business, "
+        "get_insights and more",
+        "",
+        "## Optional",
+        "",
+        f"- [WebSub hub]({links.hub}): subscribe to changes of the feeds and of "
+        "/reviews.json",
+        "",
+    ]
+    return "\n".join(lines).encode("utf-8")

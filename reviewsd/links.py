@@ -10,6 +10,8 @@ from __future__ import annotations
 from attrs import frozen
 
 REVIEWS_PATH = "/reviews.json"
+INSIGHTS_PATH = "/insights.json"
+LLMS_PATH = "/llms.txt"
 JSON_FEED_PATH = "/api/feed.json"
 ATOM_FEED_PATH = "/feed.xml"
 HUB_PATH = "/api/websub/hub"
@@ -45,6 +47,10 @@ class Links:
     @property
     def atom_feed(self) -> str:
         return self.url(ATOM_FEED_PATH)
+
+    @property
+    def insights(self) -> str:
+        return self.url(INSIGHTS_PATH)
 
     @property
     def hub(self) -> str:

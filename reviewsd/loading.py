@@ -16,6 +16,7 @@ from typing import Any
 
 from attrs import frozen
 
+from reviewsd.insights import InsightsOverlayError, check_overlay
 from reviewsd.model import (
     Dataset,
     InvalidField,
@@ -28,6 +29,7 @@ from reviewsd.model import (
 BUSINESS = "business.json"
 REVIEWS_ARRAY = "reviews.json"
 REVIEWS_LINES = "reviews.jsonl"
+INSIGHTS = "insights.json"
 
 DEMO_DATA = Path(__file__).parent / "demo"
 
@@ -77,14 +79,20 @@ class DataError(Exception):
 
 @frozen
 class Sources:
-    """The files one data directory is read from."""
+    """
+    The files one data directory is read from.
+
+    @ivar insights: the operator's curated insights, when there are any.
+    """
 
     business: Path
     reviews: Path
+    insights: Path | None = None
 
     @property
     def paths(self) -> tuple[Path, ...]:
-        return (self.business, self.reviews)
+        extra = () if self.insights is None else (self.insights,)
+        return (self.business, self.reviews, *extra)
 
     def last_modified(self) -> float:
         """When the data last changed on disk: the newest file's mtime."""
@@ -106,7 +114,12 @@ def find_sources(directory: Path) -> Sources:
         )
     if not (array.is_file() or lines.is_file()):
         raise DataError(directory, f"holds neither {REVIEWS_ARRAY} nor {REVIEWS_LINES}")
-    return Sources(business=business, reviews=array if array.is_file() else lines)
+    insights = directory / INSIGHTS
+    return Sources(
+        business=business,
+        reviews=array if array.is_file() else lines,
+        insights=insights if insights.is_file() else None,
+    )
 
 
 def _reject_constant(name: str) -> None:
@@ -205,6 +218,17 @@ def load_dataset(directory: Path) -> tuple[Sources, Dataset]:
             published.append(review)
         else:
             unpublished += 1
+    overlay = None
+    if sources.insights is not None:
+        try:
+            overlay = check_overlay(
+                _decode(sources.insights, _read_text(sources.insights))
+            )
+        except InsightsOverlayError as e:
+            raise DataError(sources.insights, e.message, field=e.field) from None
     return sources, Dataset(
-        business=business, reviews=newest_first(published), unpublished=unpublished
+        business=business,
+        reviews=newest_first(published),
+        unpublished=unpublished,
+        insights_overlay=overlay,
     )

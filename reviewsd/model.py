@@ -114,11 +114,14 @@ class Dataset:
     @ivar reviews: the published (verified) reviews, newest first: date
         descending, then id descending.
     @ivar unpublished: how many records were left out as unverified.
+    @ivar insights_overlay: groups of C{/insights.json} the operator wrote,
+        checked, replacing the derived ones.
     """
 
     business: Business
     reviews: tuple[Review, ...]
     unpublished: int
+    insights_overlay: JSONObject | None = None
 
 
 def newest_first(reviews: Sequence[Review]) -> tuple[Review, ...]:

@@ -29,6 +29,228 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
 
 
 _URL = {"type": "string", "format": "uri"}
+_PCT = {"type": ["number", "null"], "minimum": 0, "maximum": 100}
+_SCORE = {"type": ["number", "null"], "minimum": -1, "maximum": 1}
+_RATING = {"type": ["number", "null"], "minimum": 1, "maximum": 5}
+_COUNT = {"type": "integer", "minimum": 0}
+_IDS = {"type": "array", "items": {"type": "string"}, "maxItems": 5}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+
+
+def _figures(**extra: Any) -> dict[str, Any]:
+    """The statistics insights give for a technician, service, place or topic."""
+    properties = {
+        "mention_count": _COUNT,
+        "average_rating": _RATING,
+        "sentiment_score": _SCORE,
+        "positive_pct": _PCT,
+        "example_review_ids": _IDS,
+        **extra,
+    }
+    return {"type": "object", "required": list(properties), "properties": properties}
+
+
+def _insights_schema() -> dict[str, Any]:
+    label = {"enum": ["positive", "neutral", "negative"]}
+    aspect = {
+        "type": "object",
+        "required": [
+            "id",
+            "label",
+            "mention_count",
+            "positive_count",
+            "neutral_count",
+            "negative_count",
+            "positive_pct",
+            "score",
+            "top_phrases",
+            "example_review_ids",
+        ],
+        "properties": {
+            "id": {"type": "string"},
+            "label": {"type": "string"},
+            "mention_count": _COUNT,
+            "positive_count": _COUNT,
+            "neutral_count": _COUNT,
+            "negative_count": _COUNT,
+            "positive_pct": _PCT,
+            "score": _SCORE,
+            "top_phrases": _STRINGS,
+            "example_review_ids": _IDS,
+        },
+    }
+    month = {
+        "type": "object",
+        "required": ["month", "review_count", "average_rating", "sentiment_score"],
+        "properties": {
+            "month": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"},
+            "review_count": _COUNT,
+            "average_rating": _RATING,
+            "sentiment_score": _SCORE,
+        },
+    }
+    per_review = {
+        "type": "object",
+        "required": ["sentiment", "aspects", "mentions"],
+        "properties": {
+            "sentiment": {
+                "oneOf": [
+                    {
+                        "type": "object",
+                        "required": ["score", "label"],
+                        "properties": {"score": _SCORE, "label": label},
+                    },
+                    {"type": "null"},
+                ]
+            },
+            "sentence_scores": {"type": "array", "items": _SCORE},
+            "aspects": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["id", "score", "label"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "score": _SCORE,
+                        "label": label,
+                    },
+                },
+            },
+            "topics": _STRINGS,
+            "problems": _STRINGS,
+            "mentions": {
+                "type": "object",
+                "required": ["technicians", "services", "areas"],
+                "properties": {
+                    "technicians": _STRINGS,
+                    "services": _STRINGS,
+                    "areas": _STRINGS,
+                },
+            },
+        },
+    }
+    nullable_date = {"type": ["string", "null"], "format": "date"}
+    return {
+        "type": "object",
+        "description": (
+            "What the reviews say, derived by reviewsd itself (lexicon "
+            "sentiment, an aspect taxonomy, entity matching); groups the "
+            "operator supplied in the data directory replace derived ones."
+        ),
+        "required": [
+            "version",
+            "generated_at",
+            "model",
+            "review_count",
+            "date_range",
+            "overall_sentiment",
+            "aspects",
+            "entities",
+            "topics",
+            "temporal",
+            "per_review",
+            "faq",
+            "summary",
+            "pull_quote",
+        ],
+        "properties": {
+            "version": {"type": "integer"},
+            "generated_at": {"type": "string", "format": "date-time"},
+            "model": {"type": "string"},
+            "method": {"type": "object"},
+            "review_count": _COUNT,
+            "date_range": {
+                "type": "object",
+                "required": ["earliest", "latest"],
+                "properties": {"earliest": nullable_date, "latest": nullable_date},
+            },
+            "overall_sentiment": {
+                "type": "object",
+                "required": ["score", "positive_pct", "neutral_pct", "negative_pct"],
+                "properties": {
+                    "score": _SCORE,
+                    "positive_pct": _PCT,
+                    "neutral_pct": _PCT,
+                    "negative_pct": _PCT,
+                    "scored_review_count": _COUNT,
+                },
+            },
+            "aspects": {"type": "array", "items": aspect},
+            "entities": {
+                "type": "object",
+                "required": ["technicians", "services", "problems", "service_areas"],
+                "properties": {
+                    "technicians": {
+                        "type": "array",
+                        "items": _figures(name={"type": "string"}),
+                    },
+                    "services": {
+                        "type": "array",
+                        "items": _figures(
+                            id={
+                                "type": "string",
+                                "description": "What mentions_service takes.",
+                            },
+                            name={"type": "string"},
+                        ),
+                    },
+                    "service_areas": {
+                        "type": "array",
+                        "items": _figures(name={"type": "string"}),
+                    },
+                    "problems": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["id", "label", "mention_count", "top_phrases"],
+                            "properties": {
+                                "id": {"type": "string"},
+                                "label": {"type": "string"},
+                                "mention_count": _COUNT,
+                                "top_phrases": _STRINGS,
+                                "example_review_ids": _IDS,
+                            },
+                        },
+                    },
+                },
+            },
+            "topics": {
+                "type": "array",
+                "items": _figures(id={"type": "string"}, label={"type": "string"}),
+            },
+            "temporal": {
+                "type": "object",
+                "required": ["monthly", "trend"],
+                "properties": {
+                    "monthly": {"type": "array", "items": month},
+                    "trend": {"enum": ["improving", "stable", "declining"]},
+                    "trend_rule": {"type": "string"},
+                    "trend_basis": {"type": ["object", "null"]},
+                },
+            },
+            "per_review": {
+                "type": "object",
+                "description": "For every published review id.",
+                "additionalProperties": per_review,
+            },
+            "faq": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["question", "answer"],
+                    "properties": {
+                        "question": {"type": "string"},
+                        "answer": {"type": "string"},
+                    },
+                },
+            },
+            "summary": {"type": ["string", "null"]},
+            "pull_quote": {"type": ["string", "null"]},
+            "pull_quote_review_id": {"type": ["string", "null"]},
+        },
+    }
+
+
 _NULLABLE_URL = {"type": ["string", "null"], "format": "uri"}
 _DATE = {"type": "string", "format": "date"}
 _NON_BLANK = "\\S"
@@ -293,6 +515,7 @@ SCHEMAS: dict[str, Any] = {
             },
         ]
     },
+    "Insights": _insights_schema(),
     "JsonRpcMessage": {
         "type": "object",
         "required": ["jsonrpc"],
@@ -471,6 +694,16 @@ def openapi_document(links: Links) -> dict[str, Any]:
                 "getReviews",
                 "Business metadata, aggregate rating and every verified review.",
                 {JSON: {"schema": _ref("ReviewsDocument")}},
+            ),
+            "/insights.json": _document_get(
+                "getInsights",
+                "Aspect sentiment, entities, topics, trend, FAQ and summary.",
+                {JSON: {"schema": _ref("Insights")}},
+            ),
+            "/llms.txt": _document_get(
+                "getLlmsTxt",
+                "A plain-text overview for AI agents (llmstxt.org).",
+                {"text/plain": {"schema": {"type": "string"}}},
             ),
             "/api/feed.json": _document_get(
                 "getJsonFeed",

@@ -4,11 +4,13 @@ The service that owns the current snapshot.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from twisted.application.service import Service
 from twisted.logger import Logger
 
+from reviewsd.insights import ReviewCache
 from reviewsd.links import Links
 from reviewsd.loading import load_dataset
 from reviewsd.snapshot import Snapshot, build_snapshot
@@ -17,16 +19,37 @@ log = Logger()
 
 
 def load_snapshot(
-    directory: Path, links: Links, previous: Snapshot | None = None
+    directory: Path,
+    links: Links,
+    previous: Snapshot | None = None,
+    cache: ReviewCache | None = None,
 ) -> Snapshot:
     """
-    Read, check and render a data directory: blocking work that belongs in a
-    worker thread, or before the reactor runs.
+    Read, check, analyse and render a data directory: blocking work that
+    belongs in a worker thread, or before the reactor runs.
 
     @raise reviewsd.loading.DataError: the directory cannot be published.
     """
     sources, dataset = load_dataset(directory)
-    return build_snapshot(dataset, links, sources.last_modified(), previous)
+    return build_snapshot(dataset, links, sources.last_modified(), previous, cache)
+
+
+def save_cache(cache: ReviewCache) -> None:
+    """Keep the analyses for the next start; a failure only costs time."""
+    if cache.discarded:
+        log.warn(
+            "Insights cache {path} was discarded ({why}); reviews were analysed anew",
+            path=str(cache.path),
+            why=cache.discarded,
+        )
+    try:
+        cache.save()
+    except (sqlite3.Error, OSError) as e:
+        log.warn(
+            "Cannot save the insights cache {path}: {error}",
+            path=str(cache.path),
+            error=e,
+        )
 
 
 class ReviewsData(Service):

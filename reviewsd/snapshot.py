@@ -13,8 +13,9 @@ import gzip
 import hashlib
 from collections import OrderedDict
 from collections.abc import Mapping
-from datetime import date
+from datetime import date, datetime, timezone
 from email.utils import formatdate
+from typing import Any
 
 from attrs import field, frozen
 
@@ -22,23 +23,28 @@ from reviewsd.documents import (
     Records,
     render_atom,
     render_json_feed,
+    render_llms_txt,
     render_reviews,
     to_json,
 )
+from reviewsd.insights import ReviewCache, apply_overlay, derive_insights
 from reviewsd.links import (
     ATOM_FEED_PATH,
+    INSIGHTS_PATH,
     JSON_FEED_PATH,
+    LLMS_PATH,
     OPENAPI_PATH,
     REVIEWS_PATH,
     Links,
 )
-from reviewsd.mentions import Matcher
+from reviewsd.mentions import Found, Matcher
 from reviewsd.model import Dataset
 from reviewsd.openapi import openapi_document
 from reviewsd.search import SearchIndex, SearchQuery
 
 JSON = b"application/json"
 ATOM = b"application/atom+xml"
+TEXT = b"text/plain; charset=utf-8"
 
 GZIP_MIN_SIZE = 1024
 """Bodies smaller than this are not worth a gzip header."""
@@ -146,6 +152,7 @@ class Snapshot:
     @ivar documents: the fixed documents, by request path.
     @ivar records: every published review's JSON, for slicing into answers.
     @ivar index: the search index.
+    @ivar insights: the insights document (read-only), for MCP tools.
     @ivar since: answers for C{/api/reviews/since/{date}}, built on demand.
     """
 
@@ -154,6 +161,8 @@ class Snapshot:
     documents: Mapping[str, Document]
     records: Records
     index: SearchIndex
+    insights: dict[str, Any]
+    insights_fingerprint: bytes
     since: SinceCache = field(factory=SinceCache, eq=False)
 
     def search(self, query: SearchQuery) -> bytes:
@@ -182,25 +191,72 @@ class Snapshot:
         return Document.build(body, JSON, self.documents[REVIEWS_PATH].last_modified)
 
 
+def _rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(int(seconds), timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+
+
+def _insights(
+    dataset: Dataset,
+    matcher: Matcher,
+    cache: ReviewCache | None,
+    modified: float,
+    previous: Snapshot | None,
+) -> tuple[dict[str, Any], bytes, bytes]:
+    """
+    The insights document, its bytes, and a fingerprint of its content.
+
+    C{generated_at} says when this content was first derived: the data's
+    mtime then, kept while later derivations give the same content, so that
+    touching a file does not move the ETag.
+    """
+    if cache is None:
+        cache = ReviewCache()
+    insights = dict(derive_insights(dataset, matcher, cache, generated_at=""))
+    if dataset.insights_overlay:
+        insights = apply_overlay(insights, dataset.insights_overlay)
+    insights["generated_at"] = ""
+    canonical = to_json(insights)
+    fingerprint = hashlib.sha256(canonical).digest()
+    generated_at = _rfc3339(modified)
+    if previous is not None and previous.insights_fingerprint == fingerprint:
+        generated_at = previous.insights["generated_at"]
+    insights["generated_at"] = generated_at
+    body = canonical.replace(
+        b'"generated_at":""', b'"generated_at":"%s"' % generated_at.encode(), 1
+    )
+    return insights, body, fingerprint
+
+
 def build_snapshot(
     dataset: Dataset,
     links: Links,
     modified: float,
     previous: Snapshot | None = None,
+    cache: ReviewCache | None = None,
 ) -> Snapshot:
     """
-    Render and validate every document and build the search index: the
-    work of a data change, done once.
+    Render and validate every document, derive the insights and build the
+    search index: the work of a data change, done once, in a worker thread
+    or before the reactor runs.
 
     @param modified: when the data last changed (the data files' mtime); a
         document whose bytes equal the previous snapshot's keeps the previous
         C{Last-Modified}, so that only real changes move it.
+    @param cache: per-review analyses kept from earlier derivations.
     """
+    matcher = Matcher(dataset.business)
+    insights, insights_body, fingerprint = _insights(
+        dataset, matcher, cache, modified, previous
+    )
     records = render_reviews(dataset)
     rendered = {
         REVIEWS_PATH: (records.body, JSON, True),
         JSON_FEED_PATH: (render_json_feed(dataset, links), JSON, True),
         ATOM_FEED_PATH: (render_atom(dataset, links), ATOM, True),
+        INSIGHTS_PATH: (insights_body, JSON, False),
+        LLMS_PATH: (render_llms_txt(dataset, insights, links), TEXT, False),
         OPENAPI_PATH: (to_json(openapi_document(links)), JSON, False),
     }
     documents = {}
@@ -215,14 +271,21 @@ def build_snapshot(
         if earlier is not None and document.same_content(earlier):
             document = earlier
         documents[path] = document
-    matcher = Matcher(dataset.business)
-    index = SearchIndex(
-        dataset.reviews, [matcher.find(r.text) for r in dataset.reviews], matcher
-    )
+    per_review = insights["per_review"]
+    mentions = [
+        Found(
+            technicians=frozenset(found["technicians"]),
+            services=frozenset(found["services"]),
+            areas=frozenset(found["areas"]),
+        )
+        for found in (per_review[r.id]["mentions"] for r in dataset.reviews)
+    ]
     return Snapshot(
         dataset=dataset,
         links=links,
         documents=documents,
         records=records,
-        index=index,
+        index=SearchIndex(dataset.reviews, mentions, matcher),
+        insights=insights,
+        insights_fingerprint=fingerprint,
     )

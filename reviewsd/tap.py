@@ -22,11 +22,12 @@ from twisted.python import usage
 
 from reviewsd import __version__
 from reviewsd.http import make_site
+from reviewsd.insights import ReviewCache
 from reviewsd.links import HUB_PATH, MCP_PATH, Links
 from reviewsd.loading import DEMO_DATA, DataError
 from reviewsd.mcp import MCPResource, Sessions
 from reviewsd.outbound import GuardedClient, OutboundPolicy, load_certificates
-from reviewsd.service import ReviewsData, SnapshotTopics, load_snapshot
+from reviewsd.service import ReviewsData, SnapshotTopics, load_snapshot, save_cache
 from reviewsd.tools import Tools
 from reviewsd.websub import Hub, HubConfig, HubResource
 
@@ -408,10 +409,12 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
             f"reviewsd: --state-dir {str(options['state-dir'])!r}: {e.strerror}"
         ) from None
     links = Links(options["base-url"])
+    cache = ReviewCache(options["state-dir"] / "insights-cache.sqlite3")
     try:
-        snapshot = load_snapshot(options["data"], links)
+        snapshot = load_snapshot(options["data"], links, cache=cache)
     except DataError as e:
         raise SystemExit(f"reviewsd: cannot publish the data: {e}") from None
+    save_cache(cache)
 
     top = MultiService()
     data = ReviewsData(options["data"], snapshot)

@@ -18,6 +18,8 @@ from typing import Any, Protocol
 from attrs import frozen
 
 from reviewsd.documents import to_json
+from reviewsd.links import INSIGHTS_PATH
+from reviewsd.mentions import fold
 from reviewsd.openapi import SCHEMAS
 from reviewsd.search import (
     LIMIT_DEFAULT,
@@ -79,6 +81,18 @@ def _object(
     if required:
         schema["required"] = list(required)
     return schema
+
+
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+
+
+def _with(schema: dict[str, Any], **properties: Any) -> dict[str, Any]:
+    """C{schema}, with more required properties."""
+    return {
+        **schema,
+        "required": [*schema.get("required", []), *properties],
+        "properties": {**schema["properties"], **properties},
+    }
 
 
 def _text(description: str, maximum: int = NAME_MAX_LENGTH) -> dict[str, Any]:
@@ -182,6 +196,96 @@ def _review(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
 
 
 _REVIEW_LIST = {"type": "array", "items": {"$ref": "#/components/schemas/Review"}}
+_INSIGHTS = SCHEMAS["Insights"]
+
+
+def _insight(*path: str) -> dict[str, Any]:
+    """The schema of one part of the insights document."""
+    node: dict[str, Any] = _INSIGHTS
+    for key in path:
+        node = node["properties"][key] if key != "items" else node["items"]
+    return node
+
+
+def _choose(entries: list[dict[str, Any]], wanted: str, *keys: str) -> dict[str, Any]:
+    """The entry whose C{keys} equal C{wanted} in any case, or L{NotFound}."""
+    key = fold(wanted)
+    for entry in entries:
+        if any(fold(str(entry.get(k, ""))) == key for k in keys):
+            return entry
+    raise KeyError(wanted)
+
+
+def _listing(entries: list[dict[str, Any]], key: str) -> str:
+    return ", ".join(str(e[key]) for e in entries) or "none"
+
+
+def _insights(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
+    group = _string(arguments, "group", required=False)
+    if group is None:
+        return snapshot.documents[INSIGHTS_PATH].identity.body
+    if group not in _INSIGHTS["properties"] or group not in snapshot.insights:
+        raise ToolCallError(
+            f"Invalid arguments: group must be one of {', '.join(_INSIGHT_GROUPS)}."
+        )
+    return to_json({group: snapshot.insights[group]})
+
+
+def _aspect(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
+    wanted = _string(arguments, "aspect")
+    aspects = snapshot.insights["aspects"]
+    try:
+        return to_json(_choose(aspects, wanted, "id", "label"))
+    except KeyError:
+        raise NotFound(
+            f"No aspect is called {wanted!r}. Aspects: {_listing(aspects, 'id')}."
+        ) from None
+
+
+def _technician(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
+    wanted = _string(arguments, "name")
+    entities = snapshot.insights["entities"]["technicians"]
+    names = snapshot.index.matcher.technicians_called(wanted)
+    found = [e for e in entities if e["name"] in names]
+    if not found:
+        raise NotFound(
+            f"No technician is called {wanted!r}. Technicians: "
+            f"{_listing(entities, 'name')}."
+        )
+    aliases = {t.name: list(t.aliases) for t in snapshot.dataset.business.technicians}
+    return to_json({**found[0], "aliases": aliases.get(found[0]["name"], [])})
+
+
+def _service(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
+    wanted = _string(arguments, "id")
+    entities = snapshot.insights["entities"]["services"]
+    ids = snapshot.index.matcher.services_called(wanted)
+    found = [e for e in entities if e["id"] in ids]
+    if not found:
+        listing = ", ".join(f"{e['id']} ({e['name']})" for e in entities) or "none"
+        raise NotFound(
+            f"No service has the id or name {wanted!r}. Services: {listing}."
+        )
+    keywords = {s.id: list(s.keywords) for s in snapshot.dataset.business.services}
+    return to_json({**found[0], "keywords": keywords.get(found[0]["id"], [])})
+
+
+def _service_area(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
+    wanted = _string(arguments, "name")
+    areas = snapshot.insights["entities"]["service_areas"]
+    try:
+        return to_json(_choose(areas, wanted, "name"))
+    except KeyError:
+        raise NotFound(
+            f"{wanted!r} is not one of the service areas: {_listing(areas, 'name')}."
+        ) from None
+
+
+def _faq(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
+    return to_json({"faq": snapshot.insights["faq"]})
+
+
+_INSIGHT_GROUPS = tuple(_INSIGHTS["properties"])
 
 CORE_TOOLS = (
     Tool(
@@ -302,11 +406,103 @@ CORE_TOOLS = (
 )
 
 
+INSIGHT_TOOLS = (
+    Tool(
+        name="get_insights",
+        title="Insights",
+        description=(
+            "What the reviews say, derived from them: overall sentiment, sentiment "
+            "per aspect (punctuality, pricing, workmanship...), technicians, "
+            "services, places and problems mentioned, topics, the monthly trend, "
+            "an FAQ and a summary. Give `group` to get one part only (the whole "
+            "document includes an analysis of every review)."
+        ),
+        input_schema=_object(
+            {
+                "group": {
+                    "enum": list(_INSIGHT_GROUPS),
+                    "description": "One top-level group, e.g. aspects or entities.",
+                }
+            }
+        ),
+        output_schema=_self_contained(
+            {k: v for k, v in _INSIGHTS.items() if k != "required"}
+        ),
+        run=_insights,
+    ),
+    Tool(
+        name="get_aspect_sentiment",
+        title="Sentiment about one aspect",
+        description=(
+            "How customers feel about one aspect of the work, by id or label "
+            "(punctuality, pricing, communication, workmanship, cleanliness, "
+            "professionalism, scheduling, technical_knowledge, ...): mentions, "
+            "positive/neutral/negative counts, score, phrases and example reviews."
+        ),
+        input_schema=_object({"aspect": _text("An aspect id or label.")}, ("aspect",)),
+        output_schema=_self_contained(_insight("aspects", "items")),
+        run=_aspect,
+    ),
+    Tool(
+        name="get_technician",
+        title="One technician",
+        description=(
+            "What reviews say about one technician, by full name or alias (any "
+            "case): mentions, average rating and sentiment of those reviews, "
+            "examples."
+        ),
+        input_schema=_object({"name": _text("A name or alias.")}, ("name",)),
+        output_schema=_self_contained(
+            _with(_insight("entities", "technicians", "items"), aliases=_STRINGS)
+        ),
+        run=_technician,
+    ),
+    Tool(
+        name="get_service",
+        title="One service",
+        description=(
+            "What reviews say about one service, by id (as search's "
+            "mentions_service takes) or name: mentions, average rating, "
+            "sentiment, examples."
+        ),
+        input_schema=_object({"id": _text("A service id or name.")}, ("id",)),
+        output_schema=_self_contained(
+            _with(_insight("entities", "services", "items"), keywords=_STRINGS)
+        ),
+        run=_service,
+    ),
+    Tool(
+        name="get_service_area",
+        title="One service area",
+        description=(
+            "Whether the business serves a place, and what reviews from there say: "
+            "mentions, average rating, sentiment, examples."
+        ),
+        input_schema=_object({"name": _text("A town or area name.")}, ("name",)),
+        output_schema=_self_contained(_insight("entities", "service_areas", "items")),
+        run=_service_area,
+    ),
+    Tool(
+        name="get_faq",
+        title="Frequently asked questions",
+        description=(
+            "Questions prospective customers ask, each answered from the reviews "
+            "with figures."
+        ),
+        input_schema=_object({}),
+        output_schema=_self_contained(_object({"faq": _insight("faq")}, ("faq",))),
+        run=_faq,
+    ),
+)
+
+TOOLS = CORE_TOOLS + INSIGHT_TOOLS
+
+
 class Tools:
     """The registry: the listing, and calls answered from the current snapshot."""
 
     def __init__(
-        self, source: SnapshotSource, tools: tuple[Tool, ...] = CORE_TOOLS
+        self, source: SnapshotSource, tools: tuple[Tool, ...] = TOOLS
     ) -> None:
         self._source = source
         self._tools = {tool.name: tool for tool in tools}
@@ -324,9 +520,12 @@ class Tools:
         return (
             f"Read-only data about {dataset.business.name}: its business details and "
             f"{len(dataset.reviews)} verified customer reviews, searchable by rating, "
-            "date, text, technician and service. Use get_business for who they are "
-            "and their rating, search_reviews to find reviews (it returns the total "
-            "`matched` and the newest matches), get_reviews_since for what is new. "
+            "date, text, technician and service, and insights derived from them. "
+            "Use get_business for who they are and their rating, search_reviews to "
+            "find reviews (it returns the total `matched` and the newest matches), "
+            "get_reviews_since for what is new, get_insights and get_aspect_sentiment "
+            "for what customers think, get_technician, get_service and "
+            "get_service_area for the people, work and places they mention. "
             f"Tools: {names}. Quote reviews faithfully; they are customers' words."
         )
 

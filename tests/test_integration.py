@@ -6,6 +6,7 @@ real sockets, plain and TLS.
 from __future__ import annotations
 
 import gzip
+import json
 import socket
 import sys
 from pathlib import Path
@@ -96,7 +97,9 @@ class Raw:
         self.status, self.headers, self.body = status, headers, body
 
 
-def raw_request(port: int, method: str, path: str, *extra: str) -> Raw:
+def raw_request(
+    port: int, method: str, path: str, *extra: str, body: bytes = b""
+) -> Raw:
     """One HTTP/1.1 exchange over a plain socket, read to the close."""
     lines = [
         f"{method} {path} HTTP/1.1",
@@ -104,8 +107,10 @@ def raw_request(port: int, method: str, path: str, *extra: str) -> Raw:
         "Connection: close",
         *extra,
     ]
+    if body:
+        lines.append(f"Content-Length: {len(body)}")
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
         data = b""
         while chunk := s.recv(65536):
             data += chunk
@@ -211,3 +216,86 @@ class StartUpErrorTests(TestCase):
             sys.executable, [*TWISTD[1:], "reviewsd", "--version"], env=environment()
         )
         self.assertEqual(out.decode().strip(), f"reviewsd {version}")
+
+
+MCP_ARGUMENTS = {
+    "get_reviews_since": {"date": "2025-01-01", "limit": 3},
+    "get_aspect_sentiment": {"aspect": "punctuality"},
+    "get_technician": {"name": "Dev"},
+    "get_service": {"id": "roofing"},
+    "get_service_area": {"name": "Tigard"},
+    "get_insights": {"group": "overall_sentiment"},
+}
+
+
+class MCPClientTests(DaemonTestCase):
+    """The official MCP Python SDK, as an assistant uses it, over a socket."""
+
+    timeout = 120
+
+    @defer.inlineCallbacks
+    def test_official_client(self) -> Any:
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        yield self.start(base, "--listen", f"tcp:{port}:interface=127.0.0.1")
+        reviews = yield (yield self.client.get(base + "/reviews.json")).json()
+        arguments = dict(MCP_ARGUMENTS, get_review={"id": reviews["reviews"][0]["id"]})
+        for mode in ("legacy", "auto"):
+            out, err, code = yield getProcessOutputAndValue(
+                sys.executable,
+                [
+                    str(Path(__file__).parent / "mcp_client.py"),
+                    base,
+                    mode,
+                    json.dumps(arguments),
+                ],
+                env=environment(),
+            )
+            self.assertEqual(code, 0, err.decode())
+            report = json.loads(out)
+            self.assertEqual(report["protocol_version"], "2025-06-18", mode)
+            self.assertEqual(report["server"]["name"], "reviewsd")
+            self.assertEqual(report["server"]["version"], reviewsd.__version__.public())
+            self.assertIn("Thimbleberry", report["instructions"])
+            self.assertEqual(len(report["tools"]), 10)
+            for name, tool in report["tools"].items():
+                self.assertIs(tool["read_only"], True, name)
+                self.assertIs(tool["open_world"], False, name)
+                call = report["calls"][name]
+                self.assertIs(call["is_error"], False, (mode, name, call["text"]))
+                self.assertEqual(json.loads(call["text"]), call["structured"], name)
+            self.assertEqual(
+                report["calls"]["get_technician"]["structured"]["name"], "Dev Patel"
+            )
+            self.assertEqual(
+                report["calls"]["get_review"]["structured"], reviews["reviews"][0]
+            )
+            for search in report["searches"]:
+                self.assertEqual(search["mcp"], search["http"])
+            self.assertIs(report["unknown_technician"]["is_error"], True)
+            self.assertIn("Michael Reyes", report["unknown_technician"]["text"])
+
+    @defer.inlineCallbacks
+    def test_bodies_are_capped(self) -> Any:
+        port = free_port()
+        yield self.start(
+            f"http://127.0.0.1:{port}", "--listen", f"tcp:{port}:interface=127.0.0.1"
+        )
+        huge = b"[" + b"1," * (1024 * 1024) + b"1]"
+        for path, headers in (
+            (
+                "/mcp",
+                (
+                    "Content-Type: application/json",
+                    "Accept: application/json, text/event-stream",
+                ),
+            ),
+            ("/api/websub/hub", ("Content-Type: application/x-www-form-urlencoded",)),
+        ):
+            answer = yield deferToThread(
+                raw_request, port, "POST", path, *headers, body=huge
+            )
+            self.assertEqual(answer.status, 413, path)
+        # and the daemon is still there
+        answer = yield deferToThread(raw_request, port, "GET", "/reviews.json")
+        self.assertEqual(answer.status, 200)

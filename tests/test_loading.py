@@ -227,6 +227,24 @@ class LoadingTests(SynchronousTestCase):
         message = self.error([review(1, text="broken \ud800 text")])
         self.assertIn("field 'text': holds an unpaired UTF-16 surrogate", message)
 
+    def test_insights_overlay(self) -> None:
+        """An operator's insights.json is checked like the other files."""
+        write_data(self.dir)
+        faq = [{"question": "Do you do roofs?", "answer": "Yes, since 2011."}]
+        (self.dir / "insights.json").write_text(json.dumps({"faq": faq}))
+        sources, dataset = load_dataset(self.dir)
+        self.assertEqual(sources.insights, self.dir / "insights.json")
+        self.assertIn(self.dir / "insights.json", sources.paths)
+        self.assertEqual(dataset.insights_overlay, {"faq": faq})
+        (self.dir / "insights.json").write_text(
+            json.dumps({"faq": [{"question": "Roofs?", "answer": 5}]})
+        )
+        self.assertIn("insights.json: field 'faq[0].answer'", self.error_from_disk())
+        (self.dir / "insights.json").write_text("{")
+        self.assertIn(
+            "insights.json: line 1, column 2: invalid JSON", self.error_from_disk()
+        )
+
     def error_from_disk(self) -> str:
         return str(self.assertRaises(DataError, load_dataset, self.dir))
 

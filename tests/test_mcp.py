@@ -459,3 +459,112 @@ class ToolTests(MCPTestCase):
         self.assertIs(result["isError"], True)
         self.assertIn("search_reviews", result["content"][0]["text"])
         self.assertNotIn("structuredContent", result)
+
+
+class InsightToolTests(ToolTests):
+    def test_listing_has_every_tool(self) -> None:
+        self.assertEqual(
+            set(self.tools),
+            {
+                "get_business",
+                "search_reviews",
+                "get_reviews_since",
+                "get_review",
+                "get_insights",
+                "get_aspect_sentiment",
+                "get_technician",
+                "get_service",
+                "get_service_area",
+                "get_faq",
+            },
+        )
+
+    def test_insights(self) -> None:
+        whole = self.assert_conforms(
+            "get_insights", self.call(self.session, "get_insights", {})
+        )
+        self.assertEqual(whole, DEMO.insights)
+        aspects = self.assert_conforms(
+            "get_insights",
+            self.call(self.session, "get_insights", {"group": "aspects"}),
+        )
+        self.assertEqual(aspects, {"aspects": DEMO.insights["aspects"]})
+        error = self.call(self.session, "get_insights", {"group": "nonsense"})["error"]
+        self.assertEqual(error["code"], -32602)
+        self.assertIn("group", error["message"])
+        faq = self.assert_conforms("get_faq", self.call(self.session, "get_faq", {}))
+        self.assertEqual(faq["faq"], DEMO.insights["faq"])
+
+    def test_aspect_by_id_or_label(self) -> None:
+        by_id = self.assert_conforms(
+            "get_aspect_sentiment",
+            self.call(self.session, "get_aspect_sentiment", {"aspect": "pricing"}),
+        )
+        self.assertEqual(by_id["id"], "pricing")
+        label = by_id["label"]
+        by_label = self.call(
+            self.session, "get_aspect_sentiment", {"aspect": label.upper()}
+        )
+        self.assertEqual(by_label["result"]["structuredContent"], by_id)
+        missing = self.call(self.session, "get_aspect_sentiment", {"aspect": "vibes"})[
+            "result"
+        ]
+        self.assertIs(missing["isError"], True)
+        self.assertIn("punctuality", missing["content"][0]["text"])
+
+    def test_technician_by_alias(self) -> None:
+        mike = self.assert_conforms(
+            "get_technician",
+            self.call(self.session, "get_technician", {"name": "mike"}),
+        )
+        self.assertEqual(mike["name"], "Michael Reyes")
+        self.assertIn("Mike", mike["aliases"])
+        self.assertEqual(
+            mike["mention_count"],
+            search(DEMO, mentions_technician="Michael Reyes")["matched"],
+        )
+        missing = self.call(self.session, "get_technician", {"name": "Devastated"})[
+            "result"
+        ]
+        self.assertIs(missing["isError"], True)
+        self.assertIn("Dev Patel", missing["content"][0]["text"])
+
+    def test_service_by_id_or_name(self) -> None:
+        for key in ("ac-repair", "heating & air conditioning"):
+            service = self.assert_conforms(
+                "get_service", self.call(self.session, "get_service", {"id": key})
+            )
+            self.assertEqual(service["id"], "ac-repair")
+            self.assertIn("furnace", service["keywords"])
+        self.assertEqual(
+            service["mention_count"],
+            search(DEMO, mentions_service="ac-repair")["matched"],
+        )
+        missing = self.call(self.session, "get_service", {"id": "pool-cleaning"})[
+            "result"
+        ]
+        self.assertIs(missing["isError"], True)
+        self.assertIn("roofing", missing["content"][0]["text"])
+
+    def test_service_area(self) -> None:
+        area = self.assert_conforms(
+            "get_service_area",
+            self.call(self.session, "get_service_area", {"name": "tigard"}),
+        )
+        self.assertEqual(area["name"], "Tigard")
+        missing = self.call(self.session, "get_service_area", {"name": "Seattle"})[
+            "result"
+        ]
+        self.assertIs(missing["isError"], True)
+        self.assertIn("Beaverton", missing["content"][0]["text"])
+
+    def test_required_arguments(self) -> None:
+        for name, argument in (
+            ("get_aspect_sentiment", "aspect"),
+            ("get_technician", "name"),
+            ("get_service", "id"),
+            ("get_service_area", "name"),
+        ):
+            error = self.call(self.session, name, {})["error"]
+            self.assertEqual(error["code"], -32602)
+            self.assertIn(argument, error["message"])

@@ -4,11 +4,13 @@ Snapshots: validators that move only when content does.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from reviewsd.insights import ReviewCache
 from reviewsd.links import Links
 from reviewsd.loading import load_dataset
 from reviewsd.service import load_snapshot
@@ -49,6 +51,44 @@ class SnapshotTests(SynchronousTestCase):
             self.assertEqual(document.last_modified, 1_800_000_000)
         openapi = "/.well-known/openapi.json"
         self.assertIs(second.documents[openapi], first.documents[openapi])
+
+    def test_insights_generated_at_moves_with_content(self) -> None:
+        """
+        Touching a file leaves /insights.json as it was; a change of content
+        gives it the new modification time as generated_at.
+        """
+        first = load_snapshot(self.dir, Links(BASE))
+        self.assertEqual(first.insights["generated_at"], "2023-11-14T22:13:20Z")
+        os.utime(self.dir / "reviews.json", (1_800_000_000, 1_800_000_000))
+        touched = load_snapshot(self.dir, Links(BASE), previous=first)
+        self.assertIs(
+            touched.documents["/insights.json"], first.documents["/insights.json"]
+        )
+        write_data(self.dir, [review(n) for n in range(21)])
+        os.utime(self.dir / "reviews.json", (1_800_000_000, 1_800_000_000))
+        changed = load_snapshot(self.dir, Links(BASE), previous=touched)
+        self.assertEqual(changed.insights["generated_at"], "2027-01-15T08:00:00Z")
+        body = json.loads(changed.documents["/insights.json"].identity.body)
+        self.assertEqual(body["generated_at"], "2027-01-15T08:00:00Z")
+        self.assertEqual(body["review_count"], 21)
+
+    def test_overlay_replaces_groups(self) -> None:
+        summary = "Hand-written by the owner."
+        (self.dir / "insights.json").write_text(json.dumps({"summary": summary}))
+        snapshot = load_snapshot(self.dir, Links(BASE))
+        body = json.loads(snapshot.documents["/insights.json"].identity.body)
+        self.assertEqual(body["summary"], summary)
+        self.assertTrue(body["aspects"])
+        self.assertIn(summary, snapshot.documents["/llms.txt"].identity.body.decode())
+
+    def test_cache_reused_across_builds(self) -> None:
+        """A rebuild analyses only what changed."""
+        cache = ReviewCache()
+        first = load_snapshot(self.dir, Links(BASE), cache=cache)
+        self.assertEqual(cache.analysed, 20)
+        write_data(self.dir, [review(n) for n in range(21)])
+        load_snapshot(self.dir, Links(BASE), previous=first, cache=cache)
+        self.assertEqual(cache.analysed, 21)
 
     def test_deterministic(self) -> None:
         """The same data gives the same bytes and tags, gzip included."""

@@ -1,0 +1,47 @@
+"""
+Insights: what the reviews say, derived from them deterministically.
+
+Sentence sentiment by VADER with a small domain lexicon, aspects from a
+construction and home-services taxonomy, the technicians, services, places
+and problems customers mention, topics, a monthly series with its trend, an
+FAQ, a summary and a pull quote, all in one JSON-ready document
+(L{derive_insights}; its fields are documented in
+L{reviewsd.insights.derive}).  Per-review analyses are cached by review id
+and text hash (L{ReviewCache}); an operator's C{insights.json} may replace
+whole groups (L{check_overlay}, L{apply_overlay}).
+
+No Twisted here: derivation is blocking and meant for a worker thread.
+
+Modules, one concern each:
+
+  - C{data}: the JSON data files (taxonomy, topics, problems, lexicon, words);
+  - C{cues}: whole-word cue matching for aspects, topics and problems;
+  - C{text}: sentence splitting and phrase extraction;
+  - C{sentiment}: VADER with the domain lexicon, and the labels;
+  - C{analysis}: the cached analysis of one review text;
+  - C{cache}: L{ReviewCache}, in memory and in SQLite;
+  - C{temporal}: the monthly series and the trend rule;
+  - C{prose}: FAQ, summary and pull quote;
+  - C{derive}: the document;
+  - C{overlay}: the operator's replacements.
+"""
+
+from reviewsd.insights.analysis import ENGINE_VERSION
+from reviewsd.insights.cache import ReviewCache
+from reviewsd.insights.derive import INSIGHTS_VERSION, MODEL, derive_insights
+from reviewsd.insights.overlay import (
+    InsightsOverlayError,
+    apply_overlay,
+    check_overlay,
+)
+
+__all__ = [
+    "ENGINE_VERSION",
+    "INSIGHTS_VERSION",
+    "MODEL",
+    "InsightsOverlayError",
+    "ReviewCache",
+    "apply_overlay",
+    "check_overlay",
+    "derive_insights",
+]

@@ -1,0 +1,274 @@
+"""
+Per-review analyses kept between derivations, in memory and optionally in
+an SQLite file in the state directory.
+
+An entry is valid for one review id, the SHA-256 of its text and the
+engine version (L{reviewsd.insights.analysis.ENGINE_VERSION}: the analysis
+code, the data files and VADER's version); anything else is analysed
+again.  Each entry also remembers which technicians, services and places
+the text mentions, valid for one fingerprint of the business's names,
+aliases and keywords, so that a change to the business metadata re-runs
+only the (cheap) matching, never VADER.
+
+The file is this module's only I/O.  It is read once, at construction;
+L{ReviewCache.save} writes what changed since.  A file that is not a
+readable cache (corrupt, truncated, another program's, written by another
+engine version) is discarded and rebuilt, never fatal.  The cache is meant
+for one worker thread at a time; a lock keeps concurrent use from
+corrupting it, not from doing the work twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from reviewsd.insights.analysis import ENGINE_VERSION, Analysis, analyse
+from reviewsd.insights.gcpause import paused
+
+Mentions = dict[str, list[str]]
+
+_SCHEMA = 1
+_ANALYSIS_KEYS = {"s", "c", "a", "t", "p", "q"}
+_MENTION_KEYS = {"technicians", "services", "areas"}
+
+
+def text_hash(text: str) -> str:
+    """The SHA-256 of C{text} as UTF-8, in hex."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _Entry:
+    __slots__ = ("digest", "text", "analysis", "mentions_key", "mentions", "derived")
+
+    def __init__(
+        self,
+        digest: str,
+        analysis: Analysis,
+        mentions_key: str | None = None,
+        mentions: Mentions | None = None,
+        text: str | None = None,
+    ) -> None:
+        self.digest = digest
+        #: The text last seen with this digest, if any: comparing it is
+        #: cheaper than hashing the text again on every derivation.
+        self.text = text
+        self.analysis = analysis
+        self.mentions_key = mentions_key
+        self.mentions = mentions
+        # Derivation's memo of values computed from this entry (never stored).
+        self.derived: dict[Any, Any] = {}
+
+
+class ReviewCache:
+    """
+    Per-review analyses keyed by (review id, SHA-256 of the text, engine
+    version); with a C{path}, persisted there as SQLite.
+
+    @ivar analysed: how many texts were analysed (cache misses) since
+        construction.
+    @ivar reused: how many analyses were taken from the cache.
+    @ivar discarded: why the file was discarded at load, or C{None}.
+    """
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        analyser: Callable[[str], Analysis] = analyse,
+    ) -> None:
+        self.path = path
+        self._analyse = analyser
+        self._entries: dict[str, _Entry] = {}
+        self._dirty: set[str] = set()
+        self._removed: set[str] = set()
+        self._rewrite = False
+        self._lock = threading.RLock()
+        self.analysed = 0
+        self.reused = 0
+        self.discarded: str | None = None
+        self.load()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # --- use ---------------------------------------------------------------
+
+    def entry(self, review_id: str, text: str) -> _Entry:
+        """The entry for one review, analysing the text when needed."""
+        with self._lock:
+            entry = self._entries.get(review_id)
+            if entry is not None:
+                known = entry.text
+                if known is text or (
+                    known == text
+                    if known is not None
+                    else entry.digest == text_hash(text)
+                ):
+                    # Keep the newest string, so that older datasets' copies
+                    # of the same text can be freed.
+                    entry.text = text
+                    self.reused += 1
+                    return entry
+            entry = _Entry(text_hash(text), self._analyse(text), text=text)
+            self.analysed += 1
+            self._entries[review_id] = entry
+            self._dirty.add(review_id)
+            self._removed.discard(review_id)
+            return entry
+
+    def analysis(self, review_id: str, text: str) -> Analysis:
+        """The analysis of one review's text."""
+        return self.entry(review_id, text).analysis
+
+    def mentions(
+        self,
+        review_id: str,
+        entry: _Entry,
+        key: str,
+        find: Callable[[], Mentions],
+    ) -> Mentions:
+        """
+        The mentions of C{entry}'s text for the business fingerprint C{key},
+        from C{find()} when not already known for that key.
+        """
+        if entry.mentions_key == key and entry.mentions is not None:
+            return entry.mentions
+        with self._lock:
+            entry.mentions = find()
+            entry.mentions_key = key
+            entry.derived.clear()
+            self._dirty.add(review_id)
+            return entry.mentions
+
+    def retain(self, review_ids: Iterable[str]) -> None:
+        """Forget the reviews not in C{review_ids} (deleted or unpublished)."""
+        keep = set(review_ids)
+        with self._lock:
+            for review_id in [r for r in self._entries if r not in keep]:
+                del self._entries[review_id]
+                self._dirty.discard(review_id)
+                self._removed.add(review_id)
+
+    # --- persistence -------------------------------------------------------
+
+    def load(self) -> None:
+        """Read the file, if any; discard it when it is not a usable cache."""
+        with self._lock:
+            self.discarded = None
+            self._entries.clear()
+            self._dirty.clear()
+            self._removed.clear()
+            self._rewrite = False
+            if self.path is None or not self.path.exists():
+                self._rewrite = self.path is not None
+                return
+            try:
+                with paused():
+                    entries = self._read(self.path)
+            except (sqlite3.Error, OSError, ValueError, TypeError, KeyError) as e:
+                self.discarded = f"{type(e).__name__}: {e}"
+                self._rewrite = True
+                return
+            if entries is None:
+                self.discarded = "written by another engine version"
+                self._rewrite = True
+                return
+            self._entries = entries
+
+    @staticmethod
+    def _read(path: Path) -> dict[str, _Entry] | None:
+        connection = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
+        try:
+            meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
+            if meta.get("schema") != str(_SCHEMA) or meta.get("engine") != (
+                ENGINE_VERSION
+            ):
+                return None
+            entries = {}
+            rows = connection.execute(
+                "SELECT id, digest, analysis, mentions_key, mentions FROM reviews"
+            )
+            for review_id, digest, analysis, mentions_key, mentions in rows:
+                value = json.loads(analysis)
+                if not isinstance(value, dict) or not _ANALYSIS_KEYS <= value.keys():
+                    raise ValueError(f"entry {review_id!r} is not an analysis")
+                found = None if mentions is None else json.loads(mentions)
+                if not isinstance(found, dict) or found.keys() != _MENTION_KEYS:
+                    found = mentions_key = None
+                entries[review_id] = _Entry(digest, value, mentions_key, found)
+            return entries
+        finally:
+            connection.close()
+
+    def save(self) -> None:
+        """
+        Write what changed since the last load or save.  A file that cannot
+        be updated in place is replaced; when even that fails (a state
+        directory that cannot be written), C{sqlite3.Error} or C{OSError} is
+        raised and the changes stay pending for the next save.
+        """
+        if self.path is None:
+            return
+        with self._lock, paused():
+            if not (self._rewrite or self._dirty or self._removed):
+                return
+            if not self._rewrite:
+                try:
+                    self._write(self.path, full=False)
+                except sqlite3.Error:
+                    self._rewrite = True
+            if self._rewrite:
+                self.path.unlink(missing_ok=True)
+                for suffix in ("-journal", "-wal", "-shm"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                self._write(self.path, full=True)
+            self._dirty.clear()
+            self._removed.clear()
+            self._rewrite = False
+
+    def _write(self, path: Path, *, full: bool) -> None:
+        ids = list(self._entries) if full else sorted(self._dirty)
+        connection = sqlite3.connect(path)
+        try:
+            with connection:
+                if full:
+                    connection.execute(
+                        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)"
+                    )
+                    connection.execute(
+                        "CREATE TABLE reviews (id TEXT PRIMARY KEY, digest TEXT,"
+                        " analysis TEXT, mentions_key TEXT, mentions TEXT)"
+                    )
+                    connection.executemany(
+                        "INSERT INTO meta VALUES (?, ?)",
+                        [("schema", str(_SCHEMA)), ("engine", ENGINE_VERSION)],
+                    )
+                else:
+                    connection.executemany(
+                        "DELETE FROM reviews WHERE id = ?",
+                        [(r,) for r in sorted(self._removed)],
+                    )
+                connection.executemany(
+                    "INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?)",
+                    [self._row(review_id) for review_id in ids],
+                )
+        finally:
+            connection.close()
+
+    def _row(self, review_id: str) -> tuple[str, str, str, str | None, str | None]:
+        entry = self._entries[review_id]
+        return (
+            review_id,
+            entry.digest,
+            json.dumps(entry.analysis, ensure_ascii=False, separators=(",", ":")),
+            entry.mentions_key,
+            None
+            if entry.mentions is None
+            else json.dumps(entry.mentions, separators=(",", ":")),
+        )

@@ -1,0 +1,112 @@
+"""
+Whole-word cue matching for aspects, topics and kinds of problem.
+
+L{reviewsd.mentions} stays the one matcher for technicians, services and
+places; this one finds the cues of C{aspects.json}, C{topics.json} and
+C{problems.json}.  Both match whole words, case-insensitively.  Here the
+sentence is split into words once (L{reviewsd.insights.text.Words}) and a
+cue is a sequence of words looked up by its first word, which is several
+times faster than one regular expression of hundreds of alternatives and
+keeps the same meaning: C{"late"} is found in C{"2 hours late."} but not in
+C{"chocolate"}.  Every occurrence of every cue is reported, overlapping ones
+included, so that C{"never called back"} counts for a category listing it
+and for one listing C{"never called"}.
+
+A cue's C{exclude} phrases cancel the category's matches they overlap
+(C{"gutters cleaned"} is a service, not a word about cleanliness); its
+C{patterns} are regular expressions over the casefolded sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from reviewsd.insights.data import Category
+from reviewsd.insights.text import Words, normalise, word_list
+
+Match = tuple[str, int, int]
+
+_Index = dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]
+
+
+def _index(pairs: dict[tuple[str, ...], list[str]]) -> _Index:
+    index: _Index = {}
+    for words, owners in pairs.items():
+        index.setdefault(words[0], []).append((words, tuple(dict.fromkeys(owners))))
+    for candidates in index.values():
+        candidates.sort(key=lambda c: (-len(c[0]), c[0]))
+    return index
+
+
+def _occurrences(index: _Index, words: list[str]) -> list[Match]:
+    found = []
+    n = len(words)
+    for i, word in enumerate(words):
+        candidates = index.get(word)
+        if candidates is None:
+            continue
+        for cue, owners in candidates:
+            size = len(cue)
+            if size == 1 or (i + size <= n and tuple(words[i : i + size]) == cue):
+                for owner in owners:
+                    found.append((owner, i, i + size - 1))
+    return found
+
+
+class CueSet:
+    """Finds which categories a sentence mentions, and at which words."""
+
+    def __init__(self, categories: Sequence[Category]) -> None:
+        self.categories = tuple(categories)
+        cues: dict[tuple[str, ...], list[str]] = {}
+        exclusions: dict[tuple[str, ...], list[str]] = {}
+        patterns = []
+        for category in self.categories:
+            for cue in category.cues:
+                words = tuple(word_list(normalise(cue).casefold()))
+                if words:
+                    cues.setdefault(words, []).append(category.id)
+            for phrase in category.exclude:
+                words = tuple(word_list(normalise(phrase).casefold()))
+                if words:
+                    exclusions.setdefault(words, []).append(category.id)
+            for pattern in category.patterns:
+                patterns.append((f"p{len(patterns)}", pattern, category.id))
+        self._cues = _index(cues)
+        self._exclusions = _index(exclusions)
+        self._patterns = (
+            re.compile("|".join(f"(?P<{name}>{p})" for name, p, _ in patterns))
+            if patterns
+            else None
+        )
+        self._pattern_owner = {name: owner for name, _, owner in patterns}
+
+    def find(self, words: Words) -> list[Match]:
+        """
+        Every match in a sentence, as C{(category id, first word, last word)},
+        sorted.
+        """
+        found = _occurrences(self._cues, words.words)
+        if self._patterns is not None:
+            for m in self._patterns.finditer(words.folded):
+                span = words.covering(m.start(), m.end())
+                if span is not None:
+                    found.append((self._pattern_owner[m.lastgroup], *span))  # type: ignore[index]
+        if found and self._exclusions:
+            excluded = _occurrences(self._exclusions, words.words)
+            if excluded:
+                found = [
+                    (owner, first, last)
+                    for owner, first, last in found
+                    if not any(
+                        owner == x_owner and first <= x_last and x_first <= last
+                        for x_owner, x_first, x_last in excluded
+                    )
+                ]
+        found.sort()
+        return found
+
+    def ids(self, words: Words) -> set[str]:
+        """The categories a sentence mentions."""
+        return {owner for owner, _, _ in self.find(words)}

@@ -1,0 +1,148 @@
+"""
+The lexical data the engine runs on, read once from the JSON files shipped
+beside this module.
+
+Every list of words lives in a data file, never in code:
+
+  - C{aspects.json}: the aspect taxonomy (id, label, cues, patterns, exclusions);
+  - C{topics.json}: recurring themes (id, label, cues);
+  - C{problems.json}: kinds of complaint (id, label, cues, patterns);
+  - C{sentiment_lexicon.json}: the domain extension of VADER's lexicon;
+  - C{text.json}: abbreviations for the sentence splitter, stop words for
+    phrase extraction.
+
+L{DATA_DIGEST} hashes the bytes of all of them, so editing any data file
+changes L{reviewsd.insights.analysis.ENGINE_VERSION} and invalidates every
+cached per-review analysis.  The files are package data: reading them at
+import is the only file access outside L{reviewsd.insights.cache}.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from importlib import resources
+from typing import Any
+
+from attrs import frozen
+
+DATA_FILES = (
+    "aspects.json",
+    "topics.json",
+    "problems.json",
+    "sentiment_lexicon.json",
+    "text.json",
+)
+
+
+@frozen
+class Category:
+    """
+    One aspect, topic or kind of problem.
+
+    @ivar cues: words or phrases matched as whole words, case-insensitively.
+    @ivar patterns: regular expressions matched on the casefolded text.
+    @ivar exclude: phrases inside which a cue or pattern match does not count
+        (C{"gutters cleaned"} is a service, not a word about cleanliness).
+    """
+
+    id: str
+    label: str
+    cues: tuple[str, ...]
+    patterns: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+
+def _read(name: str) -> bytes:
+    return resources.files(__package__).joinpath(name).read_bytes()
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, str) and v.strip() for v in value
+    ):
+        raise ValueError(f"{where}: must be a list of non-empty strings")
+    return tuple(value)
+
+
+def _categories(document: Any, key: str, name: str) -> tuple[Category, ...]:
+    items = document.get(key)
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"{name}: {key!r} must be a non-empty list")
+    seen: set[str] = set()
+    categories = []
+    for i, item in enumerate(items):
+        where = f"{name}: {key}[{i}]"
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: must be an object")
+        category_id = item.get("id")
+        label = item.get("label")
+        if not isinstance(category_id, str) or not re.fullmatch(
+            r"[a-z][a-z0-9_]*", category_id
+        ):
+            raise ValueError(f"{where}.id: must be a snake_case identifier")
+        if category_id in seen:
+            raise ValueError(f"{where}.id: repeats {category_id!r}")
+        seen.add(category_id)
+        if not isinstance(label, str) or not label.strip():
+            raise ValueError(f"{where}.label: must be a non-empty string")
+        patterns = _strings(item.get("patterns", []), f"{where}.patterns")
+        for pattern in patterns:
+            re.compile(pattern)
+        categories.append(
+            Category(
+                id=category_id,
+                label=label,
+                cues=_strings(item.get("cues"), f"{where}.cues"),
+                patterns=patterns,
+                exclude=_strings(item.get("exclude", []), f"{where}.exclude"),
+            )
+        )
+    return tuple(categories)
+
+
+def _valences(value: Any, where: str) -> dict[str, float]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: must be an object")
+    out = {}
+    for word, valence in value.items():
+        if (
+            not isinstance(word, str)
+            or not word.strip()
+            or isinstance(valence, bool)
+            or not isinstance(valence, (int, float))
+            or not -4 <= valence <= 4
+        ):
+            raise ValueError(f"{where}[{word!r}]: must be a valence from -4 to 4")
+        out[word] = float(valence)
+    return out
+
+
+_raw = {name: _read(name) for name in DATA_FILES}
+_documents = {name: json.loads(raw.decode("utf-8")) for name, raw in _raw.items()}
+
+DATA_DIGEST = hashlib.sha256(
+    b"".join(name.encode() + b"\0" + raw + b"\0" for name, raw in _raw.items())
+).hexdigest()
+
+ASPECTS = _categories(_documents["aspects.json"], "aspects", "aspects.json")
+TOPICS = _categories(_documents["topics.json"], "topics", "topics.json")
+PROBLEMS = _categories(_documents["problems.json"], "problems", "problems.json")
+
+#: Data versions as the files state them, for the document's C{model}.
+VERSIONS = {name: _documents[name].get("version") for name in DATA_FILES}
+
+WORD_VALENCES: dict[str, float] = {}
+PHRASE_VALENCES: dict[str, float] = {}
+for _i, _group in enumerate(_documents["sentiment_lexicon.json"]["groups"]):
+    _where = f"sentiment_lexicon.json: groups[{_i}]"
+    WORD_VALENCES.update(_valences(_group.get("words", {}), f"{_where}.words"))
+    PHRASE_VALENCES.update(_valences(_group.get("phrases", {}), f"{_where}.phrases"))
+
+ABBREVIATIONS = frozenset(
+    a.casefold() for a in _strings(_documents["text.json"]["abbreviations"], "text")
+)
+STOPWORDS = frozenset(
+    w.casefold() for w in _strings(_documents["text.json"]["stopwords"], "text")
+)

@@ -1,0 +1,597 @@
+"""
+The C{/insights.json} document, derived from a L{Dataset}.
+
+L{derive_insights} is plain blocking Python, meant for a worker thread; the
+same dataset, business and C{generated_at} always give an equal document
+(every list has a stated order, floats are rounded), so the daemon's ETag
+moves only when the content does.  Treat the returned document, and the
+C{per_review} entries it shares with later derivations, as read-only.
+
+Method
+======
+
+Sentences are scored with VADER (vaderSentiment) extended by a small domain
+lexicon (L{reviewsd.insights.sentiment}); a score is VADER's C{compound}, in
+-1..1, labelled C{positive} at >= 0.05, C{negative} at <= -0.05 and
+C{neutral} between.  A review's score is the mean of its opinionated
+sentences (|compound| >= 0.05), 0 when none is.  A sentence mentions an
+aspect, topic or problem when it holds one of the cues of C{aspects.json},
+C{topics.json} or C{problems.json} as whole words; an aspect's score in a
+review is the mean compound of the sentences that mention it, not the
+review's.  Technicians, services and service areas are found by
+L{reviewsd.mentions.Matcher} (names, aliases, keywords; whole words,
+case-insensitive).
+
+Rating-only reviews (C{text} null) count in C{review_count}, C{date_range},
+star ratings and C{temporal}; they mention nothing and have no sentiment, so
+their C{per_review} sentiment is null and every sentiment figure leaves them
+out.  A text without a sentence (only white space) is treated the same way.
+
+Fields
+======
+
+Types: C{int}, C{number}, C{string}, C{null}.  C{pct} is a percentage
+0..100 rounded to 1 place; C{score} is a number -1..1 rounded to 4 places;
+C{rating} is a mean star rating 1..5 rounded to 2 places; C{ids} is a list
+of at most 5 review ids, newest first.  Every "or null" is null exactly
+when there is nothing to measure (no review, or no scored review).
+
+  - C{version} (int): the schema version of this document, L{INSIGHTS_VERSION}.
+  - C{generated_at} (string): as passed in (RFC 3339, from the data's
+    modification time).
+  - C{model} (string): the method and its versions, e.g. C{"reviewsd-lexicon/1
+    (vaderSentiment 3.3.2 + domain lexicon v1; aspect taxonomy v1, topics v1,
+    problems v1)"}.
+  - C{method} (object): C{positive_threshold} (number, 0.05),
+    C{negative_threshold} (number, -0.05), and C{review_score},
+    C{aspect_score}, C{rating_only} (strings saying how those are computed).
+  - C{review_count} (int): published reviews, rating-only ones included.
+  - C{date_range} (object): C{earliest}, C{latest} (C{YYYY-MM-DD} or null).
+  - C{overall_sentiment} (object): C{score} (score or null: the mean review
+    score), C{positive_pct}, C{neutral_pct}, C{negative_pct} (pct or null:
+    the scored reviews by label), C{scored_review_count} (int: reviews with
+    a score).
+  - C{aspects[]}: every aspect of the taxonomy, most mentioned first (ties in
+    taxonomy order), each with C{id} (string), C{label} (string),
+    C{mention_count} (int: reviews with a sentence that mentions it),
+    C{positive_count}, C{neutral_count}, C{negative_count} (int: those
+    reviews by the label of the aspect's score in them; they add up to
+    C{mention_count}), C{positive_pct} (pct or null), C{score} (score or
+    null: the mean of the per-review aspect scores), C{top_phrases} (up to 5
+    strings: phrases of 2 or 3 words around the aspect's cues, casefolded
+    but otherwise as customers wrote them, found in the most reviews first,
+    among the 10,000 newest mentions) and C{example_review_ids} (ids).
+  - C{entities} (object):
+      - C{technicians[]}: every technician of the business, most mentioned
+        first, then by name, each with C{name} (string), C{mention_count}
+        (int: reviews naming them or an alias), C{average_rating} (rating or
+        null), C{sentiment_score} (score or null: the mean score of those
+        reviews), C{positive_pct} (pct or null: those reviews scored
+        positive) and C{example_review_ids} (ids).
+      - C{services[]}: every service of the business, most mentioned first,
+        then by id, each with C{id} (string: what search's
+        C{mentions_service} takes), C{name} (string) and the same figures.
+      - C{service_areas[]}: every service area, most mentioned first, then
+        by name, each with C{name} (string) and the same figures.
+      - C{problems[]}: the kinds of complaint found at least once, most
+        reviews first, then by id, each with C{id}, C{label} (strings),
+        C{mention_count} (int: reviews rated 1-4 with a negative sentence,
+        or rated 1-2 with a neutral one, that holds one of its cues; the
+        negative sentences of 5-star reviews describe the trouble that was
+        fixed, not a complaint), C{top_phrases} (up to 5 strings from those
+        sentences, chosen as for aspects) and C{example_review_ids} (ids).
+  - C{topics[]}: the recurring themes found at least once, most reviews
+    first, then by id, each with C{id}, C{label} (strings) and the figures
+    of technicians (C{mention_count} ... C{example_review_ids}).
+  - C{temporal} (object):
+      - C{monthly[]}: every month from the first review's to the last's,
+        oldest first, months without reviews included, each with C{month}
+        (C{YYYY-MM}), C{review_count} (int), C{average_rating} (rating or
+        null) and C{sentiment_score} (score or null).
+      - C{trend} (string): C{improving}, C{stable} or C{declining}.
+      - C{trend_rule} (string): the rule, in words (see
+        L{reviewsd.insights.temporal}).
+      - C{trend_basis} (object, or null when there are no reviews):
+        C{recent} and C{previous} (objects: C{from_month}, C{to_month}
+        (C{YYYY-MM}), C{review_count} (int), C{average_rating} (rating or
+        null)) and C{change} (number rounded to 2 places, or null when a
+        period has no reviews).
+  - C{per_review} (object): for every published review id, in the dataset's
+    order (newest first), an object with C{sentiment} (C{{score, label}} or
+    null), C{sentence_scores} (list of scores, one per sentence in text
+    order; empty for rating-only reviews), C{aspects[]} (C{{id, score,
+    label}} for each aspect a sentence mentions, by id), C{topics} (sorted
+    ids), C{problems} (sorted ids of the kinds of complaint counted for the
+    review) and C{mentions} (C{technicians}: names, C{services}: ids,
+    C{areas}: names; each a sorted list).  C{label} is C{positive},
+    C{neutral} or C{negative}.
+  - C{faq[]}: eight C{{question, answer}} objects (strings) a prospective
+    customer asks, answered from the figures above.
+  - C{summary} (string): two to four sentences built from the figures.
+  - C{pull_quote} (string or null): one sentence as written in a review: of
+    the sentences of 30 to 120 characters scoring at least 0.5 in the
+    best-rated reviews (5 stars when there are any, else 4), the one whose
+    aspects customers praise most often; null when there is none.
+  - C{pull_quote_review_id} (string or null): the review it comes from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+from collections import Counter
+from typing import Any
+
+from reviewsd import __version__
+from reviewsd.insights.analysis import Analysis
+from reviewsd.insights.cache import ReviewCache
+from reviewsd.insights.data import ASPECTS, PROBLEMS, STOPWORDS, TOPICS, VERSIONS
+from reviewsd.insights.gcpause import paused
+from reviewsd.insights.prose import Figures, faq, pull_quote, summary
+from reviewsd.insights.sentiment import (
+    NEGATIVE_THRESHOLD,
+    POSITIVE_THRESHOLD,
+    VADER_VERSION,
+    label,
+)
+from reviewsd.insights.temporal import TREND_RULE, MonthTally, monthly, trend
+from reviewsd.mentions import Matcher
+from reviewsd.model import Business, Dataset
+
+#: Schema version of the document; bumped when the taxonomy changes.
+INSIGHTS_VERSION = 1
+
+MODEL = (
+    f"reviewsd-lexicon/{INSIGHTS_VERSION} (vaderSentiment {VADER_VERSION} + "
+    f"domain lexicon v{VERSIONS['sentiment_lexicon.json']}; aspect taxonomy "
+    f"v{VERSIONS['aspects.json']}, topics v{VERSIONS['topics.json']}, problems "
+    f"v{VERSIONS['problems.json']})"
+)
+
+METHOD = {
+    "positive_threshold": POSITIVE_THRESHOLD,
+    "negative_threshold": NEGATIVE_THRESHOLD,
+    "review_score": (
+        "Mean VADER compound score of the review's opinionated sentences "
+        "(|compound| >= 0.05); 0 when no sentence carries sentiment."
+    ),
+    "aspect_score": (
+        "Mean compound score of the sentences of a review that mention the "
+        "aspect; aspect figures average these over the reviews."
+    ),
+    "rating_only": (
+        "Reviews without text count for ratings and monthly figures but have "
+        "no sentiment and are left out of every sentiment figure."
+    ),
+}
+
+EXAMPLES = 5
+TOP_PHRASES = 5
+#: Top phrases come from the newest mentions only, at most this many per
+#: aspect or kind of problem, so that their cost does not grow with the data.
+PHRASE_MENTIONS = 10_000
+
+
+def business_key(business: Business) -> str:
+    """
+    A fingerprint of what L{Matcher} matches (names, aliases, keywords,
+    places) and of the reviewsd version that matches them.
+    """
+    value = [
+        str(__version__),
+        [[t.name, list(t.aliases)] for t in business.technicians],
+        [[s.id, s.name, list(s.keywords)] for s in business.services],
+        list(business.service_areas),
+    ]
+    return hashlib.sha256(json.dumps(value).encode()).hexdigest()
+
+
+def _mentions(matcher: Matcher, text: str) -> dict[str, list[str]]:
+    found = matcher.find(text)
+    return {
+        "technicians": sorted(found.technicians),
+        "services": sorted(found.services),
+        "areas": sorted(found.areas),
+    }
+
+
+def _pct(part: int, whole: int) -> float | None:
+    return round(100 * part / whole, 1) if whole else None
+
+
+def _mean(values: list[float], places: int) -> float | None:
+    return round(sum(values) / len(values), places) if values else None
+
+
+class _Columns:
+    """The published reviews by position (dataset order, newest first)."""
+
+    __slots__ = ("ids", "ratings", "scores")
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.ratings: list[int] = []
+        self.scores: list[float | None] = []
+
+    def figures(self, positions: list[int]) -> dict[str, Any]:
+        """Statistics of the reviews at C{positions}, which mention something."""
+        scores = [s for s in map(self.scores.__getitem__, positions) if s is not None]
+        count = len(positions)
+        return {
+            "mention_count": count,
+            "average_rating": (
+                round(sum(map(self.ratings.__getitem__, positions)) / count, 2)
+                if count
+                else None
+            ),
+            "sentiment_score": _mean(scores, 4),
+            "positive_pct": _pct(
+                sum(1 for s in scores if s >= POSITIVE_THRESHOLD), len(scores)
+            ),
+            "example_review_ids": [self.ids[p] for p in positions[:EXAMPLES]],
+        }
+
+
+class _Mentioned:
+    """Reviews that mention one aspect or kind of problem."""
+
+    __slots__ = ("positions", "values", "phrases", "opinions")
+
+    def __init__(self) -> None:
+        self.positions: list[int] = []
+        #: The aspect's score in each of those reviews.
+        self.values: list[float] = []
+        #: The phrases of every review (each once per review); and those of
+        #: the reviews where the mention's sentiment agrees with the stars
+        #: (positive at 4-5, negative at 1-3).  Counted once, at the end.
+        self.phrases: list[str] = []
+        self.opinions: list[str] = []
+
+
+def top_phrases(
+    counts: Counter[str], opinions: Counter[str], limit: int = TOP_PHRASES
+) -> list[str]:
+    """
+    The phrases found in the most reviews; ties go to the phrase found in
+    more reviews where the mention's sentiment agrees with the stars
+    (C{opinions}), then to the one with fewer stop words, then to three
+    words over two, then alphabetically.  A phrase that shares two
+    consecutive words with one already chosen is skipped, so that the list
+    says different things.
+    """
+    if not counts:
+        return []
+    if len(counts) > 20 * limit:
+        # Only phrases as frequent as the 20*limit-th can be chosen.
+        floor = heapq.nlargest(20 * limit, counts.values())[-1]
+        pool = [(p, n) for p, n in counts.items() if n >= floor]
+    else:
+        pool = list(counts.items())
+    pool.sort(
+        key=lambda pn: (
+            -pn[1],
+            -opinions.get(pn[0], 0),
+            sum(w in STOPWORDS for w in pn[0].split()),
+            abs(pn[0].count(" ") - 2),
+            pn[0],
+        )
+    )
+    chosen: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for phrase, _ in pool:
+        words = phrase.split()
+        pairs = set(zip(words, words[1:], strict=False))
+        if pairs & seen:
+            continue
+        chosen.append(phrase)
+        seen |= pairs
+        if len(chosen) == limit:
+            break
+    return chosen
+
+
+def _problems(analysis: Analysis, rating: int) -> list[tuple[str, list[str]]]:
+    """
+    The kinds of complaint counted for a review, with their phrases: from
+    negative sentences in reviews rated 1 to 4, and from neutral ones too
+    in reviews rated 1 or 2.
+    """
+    counted: list[tuple[str, list[str]]] = []
+    if rating == 5:
+        return counted
+    for problem, sentences in analysis["p"]:
+        phrases: list[str] = []
+        hit = False
+        for compound, sentence_phrases in sentences:
+            if compound <= NEGATIVE_THRESHOLD or (
+                rating <= 2 and compound < POSITIVE_THRESHOLD
+            ):
+                hit = True
+                phrases.extend(p for p in sentence_phrases if p not in phrases)
+        if hit:
+            counted.append((problem, phrases))
+    return counted
+
+
+class _Memo:
+    """What one review contributes, for one rating; kept between derivations."""
+
+    __slots__ = ("document", "aspects", "problems")
+
+    def __init__(
+        self, analysis: Analysis, mentions: dict[str, list[str]], rating: int
+    ) -> None:
+        self.aspects = tuple(
+            (
+                aspect,
+                value,
+                phrases,
+                (value >= POSITIVE_THRESHOLD and rating >= 4)
+                or (value <= NEGATIVE_THRESHOLD and rating <= 3),
+            )
+            for aspect, value, phrases in analysis["a"]
+        )
+        self.problems = tuple(_problems(analysis, rating))
+        score = analysis["s"]
+        self.document = {
+            "sentiment": (
+                None if score is None else {"score": score, "label": label(score)}
+            ),
+            "sentence_scores": analysis["c"],
+            "aspects": [
+                {"id": aspect, "score": value, "label": label(value)}
+                for aspect, value, _ in analysis["a"]
+            ],
+            "topics": analysis["t"],
+            "problems": [problem for problem, _ in self.problems],
+            "mentions": mentions,
+        }
+
+
+def _rating_only() -> dict[str, Any]:
+    return {
+        "sentiment": None,
+        "sentence_scores": [],
+        "aspects": [],
+        "topics": [],
+        "problems": [],
+        "mentions": {"technicians": [], "services": [], "areas": []},
+    }
+
+
+def derive_insights(
+    dataset: Dataset,
+    matcher: Matcher,
+    cache: ReviewCache,
+    generated_at: str,
+) -> dict[str, Any]:
+    """
+    The whole C{/insights.json} document for C{dataset} (see the module
+    docstring for every field).  Texts not in C{cache} are analysed and
+    added to it; reviews no longer published are dropped from it.  Saving
+    the cache is the caller's business.
+    """
+    with paused():
+        return _derive(dataset, matcher, cache, generated_at)
+
+
+def _derive(
+    dataset: Dataset,
+    matcher: Matcher,
+    cache: ReviewCache,
+    generated_at: str,
+) -> dict[str, Any]:
+    business = dataset.business
+    key = business_key(business)
+
+    columns = _Columns()
+    ids, ratings, scores = columns.ids, columns.ratings, columns.scores
+    months: dict[int, MonthTally] = {}
+    aspects = {a.id: _Mentioned() for a in ASPECTS}
+    problems = {p.id: _Mentioned() for p in PROBLEMS}
+    topics: dict[str, list[int]] = {t.id: [] for t in TOPICS}
+    technicians: dict[str, list[int]] = {t.name: [] for t in business.technicians}
+    services: dict[str, list[int]] = {s.id: [] for s in business.services}
+    areas: dict[str, list[int]] = {a: [] for a in business.service_areas}
+    per_review: dict[str, dict[str, Any]] = {}
+    quotes: list[tuple[str, str, int, float, list[str]]] = []
+    quoted_rating = 4
+
+    for position, review in enumerate(dataset.reviews):
+        rating = review.rating
+        ids.append(review.id)
+        ratings.append(rating)
+        month = review.date.year * 12 + review.date.month - 1
+        tally = months.get(month)
+        if tally is None:
+            tally = months[month] = MonthTally()
+        text = review.text
+        if text is None:
+            scores.append(None)
+            tally.add(rating, None)
+            per_review[review.id] = _rating_only()
+            continue
+        entry = cache.entry(review.id, text)
+        if entry.mentions_key == key and entry.mentions is not None:
+            mentions = entry.mentions
+        else:
+            mentions = cache.mentions(
+                review.id, entry, key, lambda text=text: _mentions(matcher, text)
+            )
+        analysis = entry.analysis
+        score = analysis["s"]
+        scores.append(score)
+        tally.add(rating, score)
+        memo = entry.derived.get(rating)
+        if memo is None:
+            memo = entry.derived[rating] = _Memo(analysis, mentions, rating)
+        per_review[review.id] = memo.document
+
+        for aspect, value, phrases, agrees in memo.aspects:
+            mentioned = aspects.get(aspect)
+            if mentioned is not None:
+                mentioned.positions.append(position)
+                mentioned.values.append(value)
+                if len(mentioned.positions) <= PHRASE_MENTIONS:
+                    mentioned.phrases += phrases
+                    if agrees:
+                        mentioned.opinions += phrases
+        for problem, phrases in memo.problems:
+            mentioned = problems.get(problem)
+            if mentioned is not None:
+                mentioned.positions.append(position)
+                if len(mentioned.positions) <= PHRASE_MENTIONS:
+                    mentioned.phrases += phrases
+        for index, names in (
+            (topics, analysis["t"]),
+            (technicians, mentions["technicians"]),
+            (services, mentions["services"]),
+            (areas, mentions["areas"]),
+        ):
+            for name in names:
+                positions = index.get(name)
+                if positions is not None:
+                    positions.append(position)
+
+        if rating >= quoted_rating and analysis["q"]:
+            if rating > quoted_rating:
+                quotes.clear()
+                quoted_rating = rating
+            for sentence, compound, aspect_ids in analysis["q"]:
+                quotes.append((review.id, sentence, rating, compound, aspect_ids))
+
+    cache.retain(per_review)
+
+    scored = [s for s in scores if s is not None]
+    positive = sum(1 for s in scored if s >= POSITIVE_THRESHOLD)
+    negative = sum(1 for s in scored if s <= NEGATIVE_THRESHOLD)
+    overall_sentiment = {
+        "score": _mean(scored, 4),
+        "positive_pct": _pct(positive, len(scored)),
+        "neutral_pct": _pct(len(scored) - positive - negative, len(scored)),
+        "negative_pct": _pct(negative, len(scored)),
+        "scored_review_count": len(scored),
+    }
+
+    aspect_list = []
+    for aspect in ASPECTS:
+        mentioned = aspects[aspect.id]
+        values = mentioned.values
+        count = len(values)
+        positive = sum(1 for v in values if v >= POSITIVE_THRESHOLD)
+        negative = sum(1 for v in values if v <= NEGATIVE_THRESHOLD)
+        aspect_list.append(
+            {
+                "id": aspect.id,
+                "label": aspect.label,
+                "mention_count": count,
+                "positive_count": positive,
+                "neutral_count": count - positive - negative,
+                "negative_count": negative,
+                "positive_pct": _pct(positive, count),
+                "score": _mean(values, 4),
+                "top_phrases": top_phrases(
+                    Counter(mentioned.phrases), Counter(mentioned.opinions)
+                ),
+                "example_review_ids": [ids[p] for p in mentioned.positions[:EXAMPLES]],
+            }
+        )
+    # Most mentioned first; sorted() is stable, so ties keep taxonomy order.
+    aspect_list.sort(key=lambda a: -a["mention_count"])
+
+    def ranked(items: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
+        return sorted(items, key=lambda item: (-item["mention_count"], item[by]))
+
+    entities = {
+        "technicians": ranked(
+            [
+                {"name": name, **columns.figures(positions)}
+                for name, positions in technicians.items()
+            ],
+            "name",
+        ),
+        "services": ranked(
+            [
+                {"id": s.id, "name": s.name, **columns.figures(services[s.id])}
+                for s in business.services
+            ],
+            "id",
+        ),
+        "problems": ranked(
+            [
+                {
+                    "id": p.id,
+                    "label": p.label,
+                    "mention_count": len(problems[p.id].positions),
+                    "top_phrases": top_phrases(
+                        Counter(problems[p.id].phrases), Counter()
+                    ),
+                    "example_review_ids": [
+                        ids[i] for i in problems[p.id].positions[:EXAMPLES]
+                    ],
+                }
+                for p in PROBLEMS
+                if problems[p.id].positions
+            ],
+            "id",
+        ),
+        "service_areas": ranked(
+            [
+                {"name": name, **columns.figures(positions)}
+                for name, positions in areas.items()
+            ],
+            "name",
+        ),
+    }
+    topic_list = ranked(
+        [
+            {"id": t.id, "label": t.label, **columns.figures(topics[t.id])}
+            for t in TOPICS
+            if topics[t.id]
+        ],
+        "id",
+    )
+
+    dates = [r.date for r in dataset.reviews]
+    date_range = {
+        "earliest": min(dates).isoformat() if dates else None,
+        "latest": max(dates).isoformat() if dates else None,
+    }
+    trend_word, trend_basis = trend(months)
+    figures = Figures(
+        business_name=business.name,
+        review_count=len(ids),
+        date_range=date_range,
+        ratings={stars: ratings.count(stars) for stars in range(1, 6)},
+        overall=overall_sentiment,
+        aspects=aspect_list,
+        entities=entities,
+        trend=trend_word,
+        trend_basis=trend_basis,
+    )
+    quote, quote_id = pull_quote(quotes, aspect_list)
+
+    return {
+        "version": INSIGHTS_VERSION,
+        "generated_at": generated_at,
+        "model": MODEL,
+        "method": dict(METHOD),
+        "review_count": len(ids),
+        "date_range": date_range,
+        "overall_sentiment": overall_sentiment,
+        "aspects": aspect_list,
+        "entities": entities,
+        "topics": topic_list,
+        "temporal": {
+            "monthly": monthly(months),
+            "trend": trend_word,
+            "trend_rule": TREND_RULE,
+            "trend_basis": trend_basis,
+        },
+        "per_review": per_review,
+        "faq": faq(figures),
+        "summary": summary(figures),
+        "pull_quote": quote,
+        "pull_quote_review_id": quote_id,
+    }

@@ -1,0 +1,822 @@
+"""
+Insights: what /insights.json says about small hand-made review sets whose
+right answers are known, about the demo data, and how it is cached,
+overlaid and kept deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from reviewsd.insights import (
+    INSIGHTS_VERSION,
+    InsightsOverlayError,
+    ReviewCache,
+    apply_overlay,
+    check_overlay,
+    derive_insights,
+)
+from reviewsd.insights.analysis import analyse
+from reviewsd.insights.data import ASPECTS
+from reviewsd.insights.sentiment import label
+from reviewsd.insights.text import split_sentences
+from reviewsd.loading import DEMO_DATA, load_dataset
+from reviewsd.mentions import Matcher
+from reviewsd.model import Dataset, business_from_json, newest_first, review_from_json
+
+STAMP = "2026-11-21T06:00:00Z"
+
+BUSINESS: dict[str, Any] = {
+    "name": "Test Builders",
+    "service_areas": ["Tigard", "Lake Oswego"],
+    "services": [
+        {"id": "roofing", "name": "Roofing", "keywords": ["roof", "gutters"]},
+        {
+            "id": "ac-repair",
+            "name": "Heating & Air Conditioning",
+            "keywords": ["AC", "A/C", "furnace"],
+        },
+    ],
+    "technicians": [
+        {"name": "Dev Patel", "aliases": ["Dev"]},
+        {"name": "Michael Reyes", "aliases": ["Mike", "Mike R."]},
+    ],
+}
+
+
+def record(
+    number: int, text: str | None, rating: int = 5, date: str = "2025-01-15"
+) -> dict[str, Any]:
+    return {
+        "id": f"r{number:03d}",
+        "author": f"Customer {number}",
+        "rating": rating,
+        "date": date,
+        "text": text,
+        "source": "google",
+        "verified": True,
+    }
+
+
+def dataset(
+    records: list[dict[str, Any]], business: dict[str, Any] | None = None
+) -> Dataset:
+    return Dataset(
+        business=business_from_json(BUSINESS if business is None else business),
+        reviews=newest_first([review_from_json(r) for r in records]),
+        unpublished=0,
+    )
+
+
+def derive(data: Dataset, cache: ReviewCache | None = None) -> dict[str, Any]:
+    return derive_insights(
+        data, Matcher(data.business), ReviewCache() if cache is None else cache, STAMP
+    )
+
+
+def aspect(document: dict[str, Any], aspect_id: str) -> dict[str, Any]:
+    (found,) = [a for a in document["aspects"] if a["id"] == aspect_id]
+    return found
+
+
+def entity(document: dict[str, Any], kind: str, key: str, value: str) -> dict[str, Any]:
+    (found,) = [e for e in document["entities"][kind] if e[key] == value]
+    return found
+
+
+class Counting:
+    """An analyser that counts the texts it analyses."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def __call__(self, text: str) -> dict[str, Any]:
+        self.texts.append(text)
+        return analyse(text)
+
+
+class SentimentTests(SynchronousTestCase):
+    def test_aspects_take_the_sentiment_of_their_sentences(self) -> None:
+        """
+        A review praising punctuality and complaining about the price counts
+        positive for punctuality and negative for pricing, whatever the
+        review as a whole says.
+        """
+        document = derive(
+            dataset(
+                [
+                    record(
+                        1,
+                        "The crew showed up right on time and was very polite. "
+                        "But the price was way too high and we were overcharged.",
+                        rating=3,
+                    )
+                ]
+            )
+        )
+        punctuality = aspect(document, "punctuality")
+        pricing = aspect(document, "pricing")
+        self.assertEqual(
+            (punctuality["mention_count"], punctuality["positive_count"]), (1, 1)
+        )
+        self.assertEqual(punctuality["positive_pct"], 100.0)
+        self.assertGreater(punctuality["score"], 0.05)
+        self.assertEqual((pricing["mention_count"], pricing["negative_count"]), (1, 1))
+        self.assertEqual(pricing["positive_pct"], 0.0)
+        self.assertLess(pricing["score"], -0.05)
+        per_review = {
+            a["id"]: a["label"] for a in document["per_review"]["r001"]["aspects"]
+        }
+        self.assertEqual(per_review["punctuality"], "positive")
+        self.assertEqual(per_review["pricing"], "negative")
+        self.assertIn("high_prices", document["per_review"]["r001"]["problems"])
+
+    def test_domain_phrases(self) -> None:
+        """
+        Construction vocabulary that plain VADER misreads is scored the way
+        a customer means it.
+        """
+        for text, expected in [
+            ("No leaks since the new roof went on.", "positive"),
+            ("They arrived on time.", "positive"),
+            ("Didn't try to upsell us on anything.", "positive"),
+            ("The tech was a no-show.", "negative"),
+            ("They showed up 2 hours late.", "negative"),
+            ("Hidden fees all over the invoice.", "negative"),
+            ("The leak came back after a week.", "negative"),
+            ("They fixed our bathroom fan.", "positive"),
+        ]:
+            self.assertEqual(label(analyse(text)["s"]), expected, text)
+
+    def test_sentences(self) -> None:
+        """
+        Sentences end at . ! ? and line breaks, not after an initial or an
+        abbreviation.
+        """
+        self.assertEqual(
+            split_sentences(
+                "Mike R. came out, e.g. on a Sunday!! He fixed it.\nThanks"
+            ),
+            ["Mike R. came out, e.g. on a Sunday!!", "He fixed it.", "Thanks"],
+        )
+
+    def test_typographic_apostrophes(self) -> None:
+        """A curly apostrophe negates like a straight one."""
+        self.assertEqual(
+            analyse("They didn’t do a good job.")["c"],
+            analyse("They didn't do a good job.")["c"],
+        )
+
+    def test_overall_sentiment(self) -> None:
+        """
+        overall_sentiment counts reviews by label; a review's score is the
+        mean of its opinionated sentences, so a neutral sentence does not
+        dilute it.
+        """
+        document = derive(
+            dataset(
+                [
+                    record(1, "Great work. We live in a blue house."),
+                    record(2, "Terrible, rude crew.", rating=1),
+                    record(3, "The house is on Elm Street.", rating=4),
+                    record(4, "Excellent!"),
+                ]
+            )
+        )
+        overall = document["overall_sentiment"]
+        self.assertEqual(overall["scored_review_count"], 4)
+        self.assertEqual(
+            (overall["positive_pct"], overall["neutral_pct"], overall["negative_pct"]),
+            (50.0, 25.0, 25.0),
+        )
+        first = document["per_review"]["r001"]
+        self.assertEqual(first["sentence_scores"][1], 0.0)
+        self.assertEqual(first["sentiment"]["score"], first["sentence_scores"][0])
+        self.assertEqual(first["sentiment"]["label"], "positive")
+
+
+class EntityTests(SynchronousTestCase):
+    def test_technician_alias(self) -> None:
+        """
+        A technician is found by an alias, and counted once per review with
+        the review's rating and sentiment.
+        """
+        document = derive(
+            dataset(
+                [
+                    record(1, "Mike R., our tech, fixed the furnace. Great guy!"),
+                    record(2, "Michael Reyes was rude.", rating=1),
+                ]
+            )
+        )
+        mike = entity(document, "technicians", "name", "Michael Reyes")
+        self.assertEqual(mike["mention_count"], 2)
+        self.assertEqual(mike["average_rating"], 3.0)
+        self.assertEqual(mike["positive_pct"], 50.0)
+        self.assertEqual(mike["example_review_ids"], ["r002", "r001"])
+        self.assertEqual(
+            document["per_review"]["r001"]["mentions"]["technicians"],
+            ["Michael Reyes"],
+        )
+
+    def test_word_inside_a_word(self) -> None:
+        """
+        "Devastated" does not mention Dev, "chocolate" is not about being
+        late, and "clean-up" is its own word.
+        """
+        document = derive(
+            dataset(
+                [
+                    record(
+                        1,
+                        "Devastated when the storm hit, we offered the crew "
+                        "chocolate cake.",
+                    )
+                ]
+            )
+        )
+        dev = entity(document, "technicians", "name", "Dev Patel")
+        self.assertEqual(dev["mention_count"], 0)
+        self.assertIsNone(dev["average_rating"])
+        self.assertEqual(aspect(document, "punctuality")["mention_count"], 0)
+        self.assertEqual(document["per_review"]["r001"]["mentions"]["technicians"], [])
+
+    def test_service_keyword_gives_service_id(self) -> None:
+        """
+        A service keyword counts for the service, under the id search's
+        mentions_service takes; places are found too.
+        """
+        document = derive(
+            dataset(
+                [
+                    record(1, "Our A/C died in Lake Oswego and they fixed it."),
+                    record(2, "New gutters, great job.", rating=4),
+                ]
+            )
+        )
+        ac = entity(document, "services", "id", "ac-repair")
+        self.assertEqual(ac["name"], "Heating & Air Conditioning")
+        self.assertEqual(ac["mention_count"], 1)
+        roofing = entity(document, "services", "id", "roofing")
+        self.assertEqual(roofing["mention_count"], 1)
+        self.assertEqual(roofing["average_rating"], 4.0)
+        self.assertEqual(
+            document["per_review"]["r001"]["mentions"],
+            {"technicians": [], "services": ["ac-repair"], "areas": ["Lake Oswego"]},
+        )
+        lake = entity(document, "service_areas", "name", "Lake Oswego")
+        self.assertEqual(lake["mention_count"], 1)
+        self.assertEqual(
+            [s["id"] for s in document["entities"]["services"]],
+            ["ac-repair", "roofing"],
+        )
+
+    def test_per_review_mentions_sorted(self) -> None:
+        """
+        Every published review has a per_review entry, and its mentions are
+        sorted lists, ready for the search index.
+        """
+        document = derive(
+            dataset(
+                [
+                    record(1, "Mike and Dev fixed the roof and the AC in Tigard."),
+                    record(2, None),
+                ]
+            )
+        )
+        self.assertEqual(set(document["per_review"]), {"r001", "r002"})
+        self.assertEqual(
+            document["per_review"]["r001"]["mentions"],
+            {
+                "technicians": ["Dev Patel", "Michael Reyes"],
+                "services": ["ac-repair", "roofing"],
+                "areas": ["Tigard"],
+            },
+        )
+
+    def test_problems(self) -> None:
+        """
+        Complaints come from negative sentences (and neutral ones in 1-2 star
+        reviews), with the phrases customers used; the trouble a 5-star
+        review describes is not a complaint.
+        """
+        document = derive(
+            dataset(
+                [
+                    record(1, "The final bill was $300 more than the quote.", 2),
+                    record(2, "The final bill was $300 more than the quote.", 5),
+                    record(3, "Tech showed up 3 hours late.", rating=3),
+                ]
+            )
+        )
+        problems = {p["id"]: p for p in document["entities"]["problems"]}
+        self.assertEqual(set(problems), {"cost_overrun", "late_or_no_show"})
+        self.assertEqual(problems["cost_overrun"]["example_review_ids"], ["r001"])
+        self.assertIn("final bill", problems["cost_overrun"]["top_phrases"])
+        self.assertIn("hours late", problems["late_or_no_show"]["top_phrases"])
+        self.assertEqual(document["per_review"]["r002"]["problems"], [])
+
+    def test_top_phrases_are_real(self) -> None:
+        """
+        top_phrases are phrases customers wrote, most reviews first, not the
+        cue words alone.
+        """
+        document = derive(
+            dataset(
+                [
+                    record(1, "Very fair price for the work."),
+                    record(2, "A fair price and quick service."),
+                    record(3, "Honestly a fair price."),
+                    record(4, "The price was outrageous.", rating=1),
+                ]
+            )
+        )
+        phrases = aspect(document, "pricing")["top_phrases"]
+        self.assertEqual(phrases[0], "fair price")
+        self.assertNotIn("price", phrases)
+
+    def test_topics(self) -> None:
+        """Topics count the reviews of a theme, with their figures."""
+        document = derive(
+            dataset(
+                [
+                    record(
+                        1,
+                        "Second time using them, and the insurance adjuster loved it.",
+                    ),
+                    record(2, "Handled the insurance claim for us.", rating=4),
+                ]
+            )
+        )
+        topics = {t["id"]: t for t in document["topics"]}
+        self.assertEqual(topics["insurance_claims"]["mention_count"], 2)
+        self.assertEqual(topics["insurance_claims"]["average_rating"], 4.5)
+        self.assertEqual(topics["repeat_customers"]["example_review_ids"], ["r001"])
+        self.assertEqual(document["topics"][0]["id"], "insurance_claims")
+
+
+class EdgeTests(SynchronousTestCase):
+    def test_empty_dataset(self) -> None:
+        """No reviews: every group is there, with zeros, nulls and prose."""
+        document = derive(dataset([]))
+        self.assertEqual(document["review_count"], 0)
+        self.assertEqual(document["date_range"], {"earliest": None, "latest": None})
+        self.assertEqual(
+            document["overall_sentiment"],
+            {
+                "score": None,
+                "positive_pct": None,
+                "neutral_pct": None,
+                "negative_pct": None,
+                "scored_review_count": 0,
+            },
+        )
+        self.assertEqual(len(document["aspects"]), len(ASPECTS))
+        self.assertTrue(all(a["mention_count"] == 0 for a in document["aspects"]))
+        self.assertEqual(document["temporal"]["monthly"], [])
+        self.assertEqual(document["temporal"]["trend"], "stable")
+        self.assertIsNone(document["temporal"]["trend_basis"])
+        self.assertEqual(document["per_review"], {})
+        self.assertEqual(document["topics"], [])
+        self.assertEqual(document["entities"]["problems"], [])
+        self.assertIsNone(document["pull_quote"])
+        self.assertEqual(len(document["faq"]), 8)
+        self.assertIn("no published reviews", document["summary"])
+        json.dumps(document, allow_nan=False)
+
+    def test_rating_only_reviews(self) -> None:
+        """
+        Rating-only reviews count for ratings and the monthly series but
+        have no sentiment, and nothing breaks when every review is one.
+        """
+        document = derive(
+            dataset(
+                [
+                    record(1, None, rating=5, date="2025-01-02"),
+                    record(2, None, rating=2, date="2025-02-03"),
+                ]
+            )
+        )
+        self.assertEqual(document["review_count"], 2)
+        self.assertEqual(document["overall_sentiment"]["scored_review_count"], 0)
+        self.assertIsNone(document["overall_sentiment"]["score"])
+        entry = document["per_review"]["r001"]
+        self.assertIsNone(entry["sentiment"])
+        self.assertEqual(entry["aspects"], [])
+        self.assertEqual(
+            entry["mentions"], {"technicians": [], "services": [], "areas": []}
+        )
+        self.assertEqual(
+            [
+                (m["month"], m["review_count"], m["sentiment_score"])
+                for m in document["temporal"]["monthly"]
+            ],
+            [("2025-01", 1, None), ("2025-02", 1, None)],
+        )
+        self.assertIn("none has written text yet", document["summary"])
+        self.assertIn("3.5 out of 5", document["faq"][0]["answer"])
+        json.dumps(document, allow_nan=False)
+
+    def test_text_without_sentences(self) -> None:
+        """A text of white space is treated like no text."""
+        document = derive(dataset([record(1, "   ")]))
+        self.assertIsNone(document["per_review"]["r001"]["sentiment"])
+        self.assertEqual(document["overall_sentiment"]["scored_review_count"], 0)
+
+
+class TemporalTests(SynchronousTestCase):
+    def test_monthly(self) -> None:
+        """
+        One entry per month from the first review's to the last's, empty
+        months included, with counts, average rating and sentiment.
+        """
+        document = derive(
+            dataset(
+                [
+                    record(1, "Excellent work.", rating=5, date="2025-01-05"),
+                    record(2, None, rating=3, date="2025-01-20"),
+                    record(3, "Terrible.", rating=1, date="2025-03-01"),
+                    record(4, "Great crew.", rating=4, date="2025-03-31"),
+                ]
+            )
+        )
+        monthly = document["temporal"]["monthly"]
+        self.assertEqual(
+            [(m["month"], m["review_count"], m["average_rating"]) for m in monthly],
+            [("2025-01", 2, 4.0), ("2025-02", 0, None), ("2025-03", 2, 2.5)],
+        )
+        self.assertGreater(monthly[0]["sentiment_score"], 0.5)
+        self.assertIsNone(monthly[1]["sentiment_score"])
+        self.assertEqual(
+            document["date_range"], {"earliest": "2025-01-05", "latest": "2025-03-31"}
+        )
+
+    def series(self, previous: int, recent: int, per_month: int = 1) -> Dataset:
+        records = []
+        number = 0
+        for month in range(1, 13):
+            for _ in range(per_month):
+                number += 1
+                records.append(
+                    record(
+                        number,
+                        "Fine.",
+                        rating=previous if month <= 6 else recent,
+                        date=f"2025-{month:02d}-10",
+                    )
+                )
+        return dataset(records)
+
+    def test_trend(self) -> None:
+        """
+        The last 6 months against the 6 before: a change of 0.25 stars or
+        more is a trend, a smaller one is stable, and so is any change
+        measured on fewer than 3 reviews a period.
+        """
+        for previous, recent, expected in [
+            (2, 5, "improving"),
+            (5, 3, "declining"),
+            (4, 4, "stable"),
+        ]:
+            temporal = derive(self.series(previous, recent))["temporal"]
+            self.assertEqual(temporal["trend"], expected)
+            basis = temporal["trend_basis"]
+            self.assertEqual(basis["recent"]["from_month"], "2025-07")
+            self.assertEqual(basis["recent"]["to_month"], "2025-12")
+            self.assertEqual(basis["previous"]["from_month"], "2025-01")
+            self.assertEqual(basis["recent"]["review_count"], 6)
+            self.assertEqual(basis["change"], recent - previous)
+        self.assertIn("0.25", temporal["trend_rule"])
+        few = dataset(
+            [
+                record(1, "Bad.", rating=1, date="2025-01-10"),
+                record(2, "Great.", rating=5, date="2025-12-10"),
+            ]
+        )
+        temporal = derive(few)["temporal"]
+        self.assertEqual(temporal["trend"], "stable")
+        self.assertEqual(temporal["trend_basis"]["change"], 4.0)
+
+    def test_trend_threshold(self) -> None:
+        """A change of exactly a quarter star counts."""
+        records = [
+            record(n, "Fine.", rating=r, date=f"2025-{m:02d}-10")
+            for n, (r, m) in enumerate(
+                [(4, 1), (4, 2), (4, 3), (4, 4), (4, 8), (4, 9), (5, 10), (4, 11)], 1
+            )
+        ]
+        temporal = derive(dataset(records))["temporal"]
+        self.assertEqual(temporal["trend_basis"]["change"], 0.25)
+        self.assertEqual(temporal["trend"], "improving")
+
+
+class OverlayTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.document = derive(
+            dataset([record(1, "Great job, and they were right on time every day.")])
+        )
+
+    def test_replaces_groups(self) -> None:
+        """Each group of the overlay replaces the derived one; the rest stays."""
+        faq = [{"question": "Are you insured?", "answer": "Yes, fully."}]
+        overlay = check_overlay({"faq": faq, "summary": "Hand-written."})
+        document = apply_overlay(self.document, overlay)
+        self.assertEqual(document["faq"], faq)
+        self.assertEqual(document["summary"], "Hand-written.")
+        self.assertEqual(document["aspects"], self.document["aspects"])
+        self.assertEqual(document["pull_quote"], self.document["pull_quote"])
+        self.assertNotEqual(self.document["faq"], faq)
+
+    def test_pull_quote(self) -> None:
+        """A hand-picked pull quote has no derived review id."""
+        self.assertIsNotNone(self.document["pull_quote_review_id"])
+        document = apply_overlay(
+            self.document, check_overlay({"pull_quote": "Best crew in town."})
+        )
+        self.assertEqual(document["pull_quote"], "Best crew in town.")
+        self.assertIsNone(document["pull_quote_review_id"])
+
+    def test_derived_groups_are_valid_overlays(self) -> None:
+        """Every replaceable group of a derived document passes the check."""
+        groups = {
+            k: v
+            for k, v in self.document.items()
+            if k
+            not in {
+                "version",
+                "generated_at",
+                "method",
+                "review_count",
+                "date_range",
+                "per_review",
+            }
+        }
+        self.assertEqual(check_overlay(groups), groups)
+
+    def test_rejected(self) -> None:
+        """A wrong shape is rejected, naming the field."""
+        good = {"question": "Q?", "answer": "A."}
+        for value, field in [
+            ({"faq": [good, good, {"question": "Q?"}]}, "faq[2].answer"),
+            ({"faq": [good, good, {"question": "Q?", "answer": 3}]}, "faq[2].answer"),
+            ({"faq": [good, {**good, "extra": 1}]}, "faq[1].extra"),
+            ({"faq": {"question": "Q?"}}, "faq"),
+            ({"summary": 7}, "summary"),
+            ({"per_review": {}}, "per_review"),
+            ({"review_count": 3}, "review_count"),
+            ({"summaries": "x"}, "summaries"),
+            (
+                {"temporal": {**self.document["temporal"], "trend": "up"}},
+                "temporal.trend",
+            ),
+            (
+                {"aspects": [{**self.document["aspects"][0], "positive_pct": 120}]},
+                "aspects[0].positive_pct",
+            ),
+            (
+                {"entities": {**self.document["entities"], "services": [{"id": "x"}]}},
+                "entities.services[0].name",
+            ),
+            ([], None),
+        ]:
+            error = self.assertRaises(InsightsOverlayError, check_overlay, value)
+            self.assertEqual(error.field, field, value)
+            if field is not None:
+                self.assertTrue(str(error).startswith(field + ": "), str(error))
+
+
+class CacheTests(SynchronousTestCase):
+    def records(self) -> list[dict[str, Any]]:
+        return [
+            record(1, "Great job, Dev!"),
+            record(2, "Late and rude.", rating=1),
+            record(3, None),
+        ]
+
+    def test_reuse(self) -> None:
+        """
+        A second derivation analyses nothing; a changed text, and only it,
+        is analysed again.
+        """
+        counting = Counting()
+        cache = ReviewCache(analyser=counting)
+        first = derive(dataset(self.records()), cache)
+        self.assertEqual(len(counting.texts), 2)
+        self.assertEqual(derive(dataset(self.records()), cache), first)
+        self.assertEqual(len(counting.texts), 2)
+        changed = self.records()
+        changed[1]["text"] = "Late, rude, and messy."
+        changed.append(record(4, "Fair price."))
+        document = derive(dataset(changed), cache)
+        self.assertEqual(
+            sorted(counting.texts[2:]), ["Fair price.", "Late, rude, and messy."]
+        )
+        self.assertEqual(document["review_count"], 4)
+        self.assertEqual((cache.analysed, cache.reused), (4, 3))
+
+    def test_business_change_rematches_only(self) -> None:
+        """
+        A new technician alias is matched without analysing any text again.
+        """
+        counting = Counting()
+        cache = ReviewCache(analyser=counting)
+        derive(dataset([record(1, "Sammy was great.")]), cache)
+        business = {
+            **BUSINESS,
+            "technicians": [{"name": "Sam W", "aliases": ["Sammy"]}],
+        }
+        document = derive(dataset([record(1, "Sammy was great.")], business), cache)
+        self.assertEqual(len(counting.texts), 1)
+        self.assertEqual(
+            document["per_review"]["r001"]["mentions"]["technicians"], ["Sam W"]
+        )
+
+    def test_forgets_removed_reviews(self) -> None:
+        """Reviews no longer published leave the cache."""
+        cache = ReviewCache()
+        derive(dataset(self.records()), cache)
+        self.assertEqual(len(cache), 2)
+        derive(dataset(self.records()[:1]), cache)
+        self.assertEqual(len(cache), 1)
+
+    def test_persisted(self) -> None:
+        """
+        A saved cache survives a new ReviewCache on the same path; a
+        derivation from it analyses nothing and says the same.
+        """
+        path = Path(self.mktemp())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cache = ReviewCache(path)
+        first = derive(dataset(self.records()), cache)
+        cache.save()
+        counting = Counting()
+        again = ReviewCache(path, analyser=counting)
+        self.assertIsNone(again.discarded)
+        self.assertEqual(len(again), 2)
+        self.assertEqual(derive(dataset(self.records()), again), first)
+        self.assertEqual(counting.texts, [])
+        # Incremental saves: one change, one row.
+        changed = self.records()
+        changed[0]["text"] = "Great job!"
+        derive(dataset(changed[:1]), again)
+        again.save()
+        third = ReviewCache(path, analyser=counting)
+        self.assertEqual(len(third), 1)
+        derive(dataset(changed[:1]), third)
+        self.assertEqual(counting.texts, ["Great job!"])
+
+    def test_corrupt_file(self) -> None:
+        """A file that is not a usable cache is discarded and replaced."""
+        path = Path(self.mktemp())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"this is not a database" * 100)
+        cache = ReviewCache(path)
+        self.assertEqual(len(cache), 0)
+        self.assertIsNotNone(cache.discarded)
+        document = derive(dataset(self.records()), cache)
+        cache.save()
+        again = ReviewCache(path)
+        self.assertIsNone(again.discarded)
+        self.assertEqual(len(again), 2)
+        self.assertEqual(derive(dataset(self.records()), again), document)
+
+    def test_other_engine_version(self) -> None:
+        """Analyses made by another engine version are not reused."""
+        path = Path(self.mktemp())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cache = ReviewCache(path)
+        derive(dataset(self.records()), cache)
+        cache.save()
+        connection = sqlite3.connect(path)
+        with connection:
+            connection.execute("UPDATE meta SET value = 'old' WHERE key = 'engine'")
+        connection.close()
+        again = ReviewCache(path)
+        self.assertEqual(len(again), 0)
+        self.assertIn("engine", again.discarded or "")
+
+    def test_bad_row(self) -> None:
+        """A row that is not an analysis discards the file."""
+        path = Path(self.mktemp())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cache = ReviewCache(path)
+        derive(dataset(self.records()), cache)
+        cache.save()
+        connection = sqlite3.connect(path)
+        with connection:
+            connection.execute("UPDATE reviews SET analysis = '{not json'")
+        connection.close()
+        again = ReviewCache(path)
+        self.assertEqual(len(again), 0)
+        document = derive(dataset(self.records()), again)
+        self.assertEqual(document["review_count"], 3)
+
+
+class DeterminismTests(SynchronousTestCase):
+    def test_same_document(self) -> None:
+        """
+        The same data gives the same document, to the byte: cold or warm
+        cache, in any run.
+        """
+        _, demo = load_dataset(DEMO_DATA)
+        cache = ReviewCache()
+        first = derive(demo, cache)
+        warm = derive(demo, cache)
+        cold = derive(demo, ReviewCache())
+        self.assertEqual(json.dumps(first), json.dumps(warm))
+        self.assertEqual(json.dumps(first), json.dumps(cold))
+        self.assertEqual(first["generated_at"], STAMP)
+        self.assertEqual(first["version"], INSIGHTS_VERSION)
+        self.assertIn("vaderSentiment 3.3.2", first["model"])
+
+
+class DemoTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        _, self.demo = load_dataset(DEMO_DATA)
+        self.document = derive(self.demo)
+
+    def test_stars_agree(self) -> None:
+        """
+        Derived sentiment agrees with the stars: measured 87% of written
+        4-5 star reviews positive and 74% of 1-2 star reviews negative.
+        """
+        per_review = self.document["per_review"]
+        high = [r for r in self.demo.reviews if r.text and r.rating >= 4]
+        low = [r for r in self.demo.reviews if r.text and r.rating <= 2]
+        positive = sum(
+            per_review[r.id]["sentiment"]["label"] == "positive" for r in high
+        )
+        negative = sum(
+            per_review[r.id]["sentiment"]["label"] == "negative" for r in low
+        )
+        self.assertGreaterEqual(positive / len(high), 0.85)
+        self.assertGreaterEqual(negative / len(low), 0.70)
+
+    def test_reads_sensibly(self) -> None:
+        """
+        The top aspects of a contractor's reviews are there, technicians and
+        services are found, the FAQ answers with numbers and the quote is a
+        real sentence of a well-rated review.
+        """
+        document = self.document
+        self.assertEqual(document["review_count"], 224)
+        top = [a["id"] for a in document["aspects"][:3]]
+        self.assertIn("workmanship", top)
+        self.assertIn("pricing", top)
+        for item in document["aspects"]:
+            if item["mention_count"]:
+                self.assertEqual(
+                    item["positive_count"]
+                    + item["neutral_count"]
+                    + item["negative_count"],
+                    item["mention_count"],
+                )
+        texts = " ".join(
+            " ".join((r.text or "").replace("’", "'").casefold().split())
+            for r in self.demo.reviews
+        )
+        for item in document["aspects"] + document["entities"]["problems"]:
+            for phrase in item["top_phrases"]:
+                self.assertIn(phrase, texts)
+                self.assertGreater(len(phrase.split()), 1)
+        self.assertEqual(
+            document["entities"]["technicians"][0]["name"], "Michael Reyes"
+        )
+        self.assertTrue(
+            all(t["mention_count"] for t in document["entities"]["technicians"])
+        )
+        self.assertEqual(len(document["entities"]["services"]), 12)
+        self.assertTrue(5 <= len(document["faq"]) <= 8)
+        for entry in document["faq"]:
+            self.assertRegex(entry["answer"], r"\d")
+        quoted = {r.id: r for r in self.demo.reviews}[document["pull_quote_review_id"]]
+        self.assertIn(document["pull_quote"], quoted.text)
+        self.assertEqual(quoted.rating, 5)
+        self.assertIn(
+            document["temporal"]["trend"], ("improving", "stable", "declining")
+        )
+        self.assertEqual(len(document["temporal"]["monthly"]), 47)
+        self.assertIn("224 verified reviews", document["summary"])
+
+
+class DataTests(SynchronousTestCase):
+    def test_taxonomy(self) -> None:
+        """The taxonomy holds the aspects the issue names, with cues."""
+        ids = {a.id for a in ASPECTS}
+        for required in (
+            "punctuality",
+            "pricing",
+            "communication",
+            "workmanship",
+            "cleanliness",
+            "professionalism",
+            "scheduling",
+            "technical_knowledge",
+        ):
+            self.assertIn(required, ids)
+        self.assertTrue(all(a.cues for a in ASPECTS))
