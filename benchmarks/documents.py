@@ -131,40 +131,27 @@ def wrk(
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def wrk_arguments(doc: str) -> argparse.Namespace:
+    """The command line every wrk benchmark takes; checks wrk is there."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=16)
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is needed: apt-get install wrk")
+    return args
+
+
+def main() -> None:
+    args = wrk_arguments(__doc__)
 
     processes: list[subprocess.Popen[bytes]] = []
     work = Path(tempfile.mkdtemp(prefix="reviewsd-bench-"))
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     try:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        processes.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    "from twisted.scripts.twistd import run; run()",
-                    "--nodaemon",
-                    "--pidfile=",
-                    "--logfile=/dev/null",
-                    "reviewsd",
-                    "--listen",
-                    f"tcp:{port}:interface=127.0.0.1",
-                    "--state-dir",
-                    str(work / "state"),
-                ],
-                env=env,
-                cwd=work,
-            )
-        )
+        processes.append(start_daemon(port, work))
         wait_for(base + PATHS[0])
 
         bare: dict[tuple[str, str], str] = {}

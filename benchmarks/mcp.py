@@ -8,7 +8,6 @@ rounds against C{twistd -n reviewsd} on the demo data.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import statistics
@@ -21,9 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.documents import (  # noqa: E402
     free_port,
-    start_daemon,  # noqa: E402
+    start_daemon,
     wait_for,
     wrk,
+    wrk_arguments,
 )
 
 ARGUMENTS = {"rating": 5, "limit": 20}
@@ -60,13 +60,7 @@ def initialize(base: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=int, default=5)
-    parser.add_argument("--connections", type=int, default=16)
-    args = parser.parse_args()
-    if not shutil.which("wrk"):
-        raise SystemExit("wrk is needed: apt-get install wrk")
+    args = wrk_arguments(__doc__)
     work = Path(tempfile.mkdtemp(prefix="reviewsd-bench-"))
     port = free_port()
     base = f"http://127.0.0.1:{port}"

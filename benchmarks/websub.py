@@ -59,7 +59,7 @@ def serve_hub(arguments: argparse.Namespace) -> None:
     from reviewsd.http import make_site
     from reviewsd.loading import DEMO_DATA
     from reviewsd.outbound import GuardedClient, OutboundPolicy
-    from reviewsd.service import ReviewsData, load_snapshot
+    from reviewsd.service import ReviewsData, SnapshotTopics, load_snapshot
     from reviewsd.websub import Hub, HubConfig, HubResource
 
     state = Path(arguments.state)
@@ -69,17 +69,6 @@ def serve_hub(arguments: argparse.Namespace) -> None:
     )
     links = Links(f"http://127.0.0.1:{arguments.port}")
     data = ReviewsData(DEMO_DATA, load_snapshot(DEMO_DATA, links))
-
-    class Topics:
-        def topic_content(self, topic_url: str) -> tuple[bytes, bytes, bytes] | None:
-            document = data.snapshot.documents.get(topic_url[len(links.base) :])
-            if document is None or document.links is None:
-                return None
-            return (
-                document.identity.body,
-                document.content_type,
-                document.identity.etag,
-            )
 
     client = GuardedClient(
         reactor,
@@ -97,7 +86,7 @@ def serve_hub(arguments: argparse.Namespace) -> None:
         ),
         client,
         store_path=state / "websub.sqlite3",
-        topics=Topics(),
+        topics=SnapshotTopics(data),
         clock=reactor,
     )
     hub.startService()

@@ -136,7 +136,8 @@ _DATE = re.compile(r"\A\d{4}-\d{2}-\d{2}\Z")
 _SERVICE_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
-def _describe(value: object) -> str:
+def describe(value: object) -> str:
+    """A JSON value in a few words, for error messages."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -151,7 +152,7 @@ def _describe(value: object) -> str:
 
 def _text(value: object, field: str, *, empty_ok: bool = True) -> str:
     if not isinstance(value, str):
-        raise InvalidField(field, f"must be a string, got {_describe(value)}")
+        raise InvalidField(field, f"must be a string, got {describe(value)}")
     if not empty_ok and not value.strip():
         raise InvalidField(field, "must not be empty")
     try:
@@ -172,7 +173,7 @@ def _url(value: object, field: str) -> str:
         or any(c.isspace() or ord(c) < 0x20 for c in text)
     ):
         raise InvalidField(
-            field, f"must be an absolute http(s) URL, got {_describe(value)}"
+            field, f"must be an absolute http(s) URL, got {describe(value)}"
         )
     return text
 
@@ -180,7 +181,7 @@ def _url(value: object, field: str) -> str:
 def _date(value: object, field: str) -> datetime.date:
     if not isinstance(value, str) or not _DATE.match(value):
         raise InvalidField(
-            field, f"must be a date written YYYY-MM-DD, got {_describe(value)}"
+            field, f"must be a date written YYYY-MM-DD, got {describe(value)}"
         )
     try:
         return datetime.date.fromisoformat(value)
@@ -190,27 +191,27 @@ def _date(value: object, field: str) -> datetime.date:
 
 def _boolean(value: object, field: str) -> bool:
     if not isinstance(value, bool):
-        raise InvalidField(field, f"must be true or false, got {_describe(value)}")
+        raise InvalidField(field, f"must be true or false, got {describe(value)}")
     return value
 
 
 def _rating(value: object, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
         raise InvalidField(
-            field, f"must be a whole number from 1 to 5, got {_describe(value)}"
+            field, f"must be a whole number from 1 to 5, got {describe(value)}"
         )
     return value
 
 
 def _object(value: object, field: str | None) -> Mapping[str, Any]:
     if not isinstance(value, dict):
-        raise InvalidField(field, f"must be a JSON object, got {_describe(value)}")
+        raise InvalidField(field, f"must be a JSON object, got {describe(value)}")
     return value
 
 
 def _array(value: object, field: str) -> list[Any]:
     if not isinstance(value, list):
-        raise InvalidField(field, f"must be an array, got {_describe(value)}")
+        raise InvalidField(field, f"must be an array, got {describe(value)}")
     return value
 
 
@@ -315,7 +316,7 @@ def _unique(values: Sequence[str], field: str, what: str) -> None:
 
 def _coordinate(value: object, field: str, bound: int) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidField(field, f"must be a number, got {_describe(value)}")
+        raise InvalidField(field, f"must be a number, got {describe(value)}")
     if not -bound <= value <= bound:
         raise InvalidField(field, f"must be between -{bound} and {bound}")
     return float(value)

@@ -10,6 +10,7 @@ from pathlib import Path
 from twisted.application.service import Service
 from twisted.logger import Logger
 
+from reviewsd.http import SnapshotSource
 from reviewsd.insights import ReviewCache
 from reviewsd.links import Links
 from reviewsd.loading import load_dataset
@@ -76,16 +77,20 @@ class ReviewsData(Service):
 
 
 class SnapshotTopics:
-    """The WebSub topics' current content, read from the current snapshot."""
+    """
+    The WebSub topics' current content, read from whatever holds the current
+    snapshot (the L{ReviewsData} service in the daemon).
+    """
 
-    def __init__(self, data: ReviewsData, links: Links) -> None:
-        self._data = data
-        self._base = links.base
+    def __init__(self, source: SnapshotSource) -> None:
+        self._source = source
 
     def topic_content(self, topic_url: str) -> tuple[bytes, bytes, bytes] | None:
-        if not topic_url.startswith(self._base + "/"):
+        snapshot = self._source.snapshot
+        base = snapshot.links.base
+        if not topic_url.startswith(base + "/"):
             return None
-        document = self._data.snapshot.documents.get(topic_url[len(self._base) :])
+        document = snapshot.documents.get(topic_url[len(base) :])
         if document is None or document.links is None:
             return None  # a document, but not a topic (the OpenAPI description)
         return (

@@ -448,7 +448,7 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
         ),
         client,
         store_path=options["state-dir"] / "websub.sqlite3",
-        topics=SnapshotTopics(data, links),
+        topics=SnapshotTopics(data),
         clock=reactor,
     )
     # before the listener, so that the listener stops first

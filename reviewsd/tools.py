@@ -501,9 +501,7 @@ TOOLS = CORE_TOOLS + INSIGHT_TOOLS
 class Tools:
     """The registry: the listing, and calls answered from the current snapshot."""
 
-    def __init__(
-        self, source: SnapshotSource, tools: tuple[Tool, ...] = TOOLS
-    ) -> None:
+    def __init__(self, source: SnapshotSource, tools: tuple[Tool, ...] = TOOLS) -> None:
         self._source = source
         self._tools = {tool.name: tool for tool in tools}
         self.listing = to_json([tool.describe() for tool in tools])

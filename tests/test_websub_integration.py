@@ -29,7 +29,7 @@ from twisted.web.server import Request, Site
 from reviewsd.http import make_site
 from reviewsd.links import ATOM_FEED_PATH, HUB_PATH, JSON_FEED_PATH, Links
 from reviewsd.outbound import GuardedClient, OutboundPolicy
-from reviewsd.service import load_snapshot
+from reviewsd.service import SnapshotTopics, load_snapshot
 from reviewsd.websub import Hub, HubConfig, HubResource
 from reviewsd.websub.hub import signature
 from tests.daemon import TWISTD, DaemonTestCase, _Daemon, environment, free_port
@@ -394,27 +394,6 @@ class DaemonHubTests(StatefulDaemonTestCase):
 # --- the hub assembled in this process --------------------------------------
 
 
-class TopicsOf:
-    """A L{reviewsd.websub.TopicSource} over a snapshot holder."""
-
-    def __init__(self, holder: Holder) -> None:
-        self._holder = holder
-
-    def topic_content(self, topic_url: str) -> tuple[bytes, bytes, bytes] | None:
-        snapshot = self._holder.snapshot
-        path = topic_url[len(snapshot.links.base) :]
-        if not topic_url.startswith(snapshot.links.base):
-            return None
-        document = snapshot.documents.get(path)
-        if document is None or document.links is None:
-            return None
-        return (
-            document.identity.body,
-            document.content_type,
-            document.identity.etag,
-        )
-
-
 class InProcessHubTests(TestCase):
     """
     The service tree the daemon builds (Front with the hub mounted, the
@@ -452,7 +431,7 @@ class InProcessHubTests(TestCase):
             config,
             client,
             store_path=state / "websub.sqlite3",
-            topics=TopicsOf(self.holder),
+            topics=SnapshotTopics(self.holder),
             clock=reactor,
         )
         self.hub.startService()

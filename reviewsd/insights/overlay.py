@@ -22,6 +22,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from reviewsd.model import describe
+
 
 class InsightsOverlayError(ValueError):
     """
@@ -41,20 +43,6 @@ class InsightsOverlayError(ValueError):
 
 
 Check = Callable[[Any, str], None]
-
-
-def describe(value: object) -> str:
-    """A short description of a JSON value, for messages."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"the string {shown!r}"
-    return "an array" if isinstance(value, list) else "a JSON object"
 
 
 def _fail(field: str, message: str, value: object) -> InsightsOverlayError:
