@@ -4,16 +4,22 @@ The service that owns the current snapshot.
 
 from __future__ import annotations
 
+import signal
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from twisted.application.service import Service
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from reviewsd.http import SnapshotSource
 from reviewsd.insights import ReviewCache
 from reviewsd.links import Links
-from reviewsd.loading import load_dataset
+from reviewsd.loading import DataError, load_dataset
 from reviewsd.snapshot import Snapshot, build_snapshot
 
 log = Logger()
@@ -53,15 +59,58 @@ def save_cache(cache: ReviewCache) -> None:
         )
 
 
+def _load_and_keep(
+    directory: Path, links: Links, previous: Snapshot, cache: ReviewCache | None
+) -> Snapshot:
+    """A reload's blocking part: the new snapshot, and the cache saved."""
+    snapshot = load_snapshot(directory, links, previous, cache)
+    if cache is not None:
+        save_cache(cache)
+    return snapshot
+
+
+def changed_topics(old: Snapshot, new: Snapshot) -> list[str]:
+    """The topic URLs whose bytes differ between two snapshots."""
+    return [
+        new.links.url(path)
+        for path, document in new.documents.items()
+        if document.links is not None
+        and not document.same_content(old.documents.get(path))
+    ]
+
+
 class ReviewsData(Service):
     """
-    Holds the snapshot every request reads; replacing it is one assignment,
-    so a request sees all of one generation or all of the next.
+    Holds the snapshot every request reads, and replaces it when the data
+    changes: the new one is built in a worker thread and swapped in with one
+    assignment, so a request sees all of one generation or all of the next.
+
+    @ivar publish: called with each topic URL whose content changed.
+    @ivar notify: called with systemd notifications around a reload.
+    @ivar reloads: completed reloads; C{failures}: refused ones.
+    @ivar loaded_at: when the current snapshot was swapped in.
     """
 
-    def __init__(self, directory: Path, snapshot: Snapshot) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        snapshot: Snapshot,
+        reactor: Any = None,
+        cache: ReviewCache | None = None,
+    ) -> None:
+        if reactor is None:
+            from twisted.internet import reactor
         self.directory = directory
         self.snapshot = snapshot
+        self._reactor = reactor
+        self._cache = cache
+        self._running: Deferred[None] | None = None
+        self._waiting: list[Deferred[bool]] = []
+        self.publish: Callable[[str], object] = lambda topic: None
+        self.notify: Callable[[bytes], object] = lambda state: None
+        self.reloads = 0
+        self.failures = 0
+        self.loaded_at = reactor.seconds()
 
     def startService(self) -> None:
         super().startService()
@@ -74,6 +123,105 @@ class ReviewsData(Service):
             directory=str(self.directory),
             unpublished=dataset.unpublished,
         )
+
+    def stopService(self) -> Deferred[None] | None:
+        super().stopService()
+        if self._running is None:
+            return None
+        # let a reload in progress finish, so that its cache is saved
+        finished: Deferred[None] = Deferred()
+        self._running.addBoth(lambda result: (finished.callback(None), result)[1])
+        return finished
+
+    def reload(self) -> Deferred[bool]:
+        """
+        Read the data directory again, one reload at a time: asked for while
+        one runs, it runs once more afterwards (requests in between share that
+        run). Fires with whether new data was swapped in.
+        """
+        done: Deferred[bool] = Deferred()
+        if self._running is not None:
+            self._waiting.append(done)
+        else:
+            self._start([done])
+        return done
+
+    def _start(self, waiting: list[Deferred[bool]]) -> None:
+        started = self._reactor.seconds()
+        self.notify(b"RELOADING=1")
+        work = deferToThreadPool(
+            self._reactor,
+            self._reactor.getThreadPool(),
+            _load_and_keep,
+            self.directory,
+            self.snapshot.links,
+            self.snapshot,
+            self._cache,
+        )
+        # set before the callbacks, which may run at once and clear it
+        self._running = work
+        work.addCallbacks(self._swap, self._refused, callbackArgs=(started,))
+        work.addCallback(self._finish, waiting)
+
+    def _swap(self, new: Snapshot, started: float) -> bool:
+        old, self.snapshot = self.snapshot, new
+        self.reloads += 1
+        self.loaded_at = self._reactor.seconds()
+        topics = changed_topics(old, new)
+        log.info(
+            "Reloaded {directory} in {duration:.2f} s: {count} reviews; changed "
+            "topics: {changed}",
+            directory=str(self.directory),
+            duration=self.loaded_at - started,
+            count=len(new.dataset.reviews),
+            changed=", ".join(topics) or "none",
+        )
+        for topic in topics:
+            self.publish(topic)
+        return True
+
+    def _refused(self, failure: Failure) -> bool:
+        self.failures += 1
+        if failure.check(DataError):
+            log.error(
+                "Reload refused, still serving the previous data: {error}",
+                error=str(failure.value),
+            )
+        else:
+            log.failure("Reload failed, still serving the previous data", failure)
+        return False
+
+    def _finish(self, swapped: bool, waiting: list[Deferred[bool]]) -> None:
+        self.notify(b"READY=1")
+        self._running = None
+        for done in waiting:
+            done.callback(swapped)
+        if self._waiting:
+            waiting, self._waiting = self._waiting, []
+            self._start(waiting)
+
+
+class ReloadOnSignal(Service):
+    """
+    SIGHUP forces a reload; the handler only hands the work to the reactor,
+    which is all a signal handler may safely do.
+    """
+
+    def __init__(self, reload: Callable[[], object], reactor: Any) -> None:
+        self._reload = reload
+        self._reactor = reactor
+        self._previous: Any = None
+
+    def _handler(self, signum: int, frame: object) -> None:
+        self._reactor.callFromThread(self._reload)
+
+    def startService(self) -> None:
+        super().startService()
+        self._previous = signal.signal(signal.SIGHUP, self._handler)
+
+    def stopService(self) -> None:
+        super().stopService()
+        signal.signal(signal.SIGHUP, self._previous or signal.SIG_DFL)
 
 
 class SnapshotTopics:

@@ -1,0 +1,279 @@
+"""
+Live data: noticing changes to the data directory, reloading one at a time,
+keeping the old data when the new is broken, and publishing only what
+changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from twisted.internet import defer, reactor
+from twisted.internet.task import Clock, deferLater
+from twisted.logger import LogEvent, formatEvent, globalLogPublisher
+from twisted.python.failure import Failure
+from twisted.trial.unittest import SynchronousTestCase, TestCase
+
+from reviewsd.links import Links
+from reviewsd.service import ReloadOnSignal, ReviewsData, load_snapshot
+from reviewsd.watching import DirectoryWatcher
+from tests.support import BASE, review, write_data
+
+TOPICS = {f"{BASE}/reviews.json", f"{BASE}/api/feed.json", f"{BASE}/feed.xml"}
+
+
+class FakeReactor(Clock):
+    """
+    A clock whose thread pool runs work when told to: at once, or only when
+    the test calls L{run}, to see what happens while a reload is under way.
+    """
+
+    def __init__(self, immediate: bool = True) -> None:
+        super().__init__()
+        self.immediate = immediate
+        self.queued: list[tuple[Any, Any, tuple[Any, ...]]] = []
+        self.from_thread: list[Any] = []
+
+    def getThreadPool(self) -> FakeReactor:
+        return self
+
+    def callInThreadWithCallback(self, done: Any, work: Any, *args: Any) -> None:
+        self.queued.append((done, work, args))
+        if self.immediate:
+            self.run()
+
+    def run(self) -> int:
+        """Run what is queued now; work it queues waits for the next call."""
+        ran = 0
+        batch, self.queued = self.queued, []
+        for done, work, args in batch:
+            try:
+                result = work(*args)
+            except Exception:
+                done(False, Failure())
+            else:
+                done(True, result)
+            ran += 1
+            if self.immediate:
+                ran += self.run()
+        return ran
+
+    def callFromThread(self, f: Any, *args: Any) -> None:
+        self.from_thread.append(f)
+        f(*args)
+
+
+def capture_logs(case: SynchronousTestCase) -> list[str]:
+    lines: list[str] = []
+
+    def observe(event: LogEvent) -> None:
+        lines.append(formatEvent(event))
+
+    globalLogPublisher.addObserver(observe)
+    case.addCleanup(globalLogPublisher.removeObserver, observe)
+    return lines
+
+
+class ReloadTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.dir = write_data(Path(self.mktemp()), [review(n) for n in range(5)])
+        self.reactor = FakeReactor()
+        self.data = self.make()
+
+    def make(self) -> ReviewsData:
+        data = ReviewsData(
+            self.dir, load_snapshot(self.dir, Links(BASE)), reactor=self.reactor
+        )
+        self.published: list[str] = []
+        self.notified: list[bytes] = []
+        data.publish = self.published.append
+        data.notify = self.notified.append
+        return data
+
+    def reload(self) -> bool:
+        return self.successResultOf(self.data.reload())
+
+    def test_change_is_swapped_in_and_published(self) -> None:
+        before = self.data.snapshot
+        write_data(self.dir, [review(n) for n in range(6)])
+        self.assertIs(self.reload(), True)
+        self.assertEqual(len(self.data.snapshot.dataset.reviews), 6)
+        self.assertEqual(sorted(self.published), sorted(TOPICS))
+        self.assertEqual(self.notified, [b"RELOADING=1", b"READY=1"])
+        self.assertEqual(self.data.reloads, 1)
+        for path in ("/reviews.json", "/feed.xml"):
+            self.assertNotEqual(
+                self.data.snapshot.documents[path].identity.etag,
+                before.documents[path].identity.etag,
+            )
+
+    def test_only_changed_topics_are_published(self) -> None:
+        """A review older than the 50 newest changes reviews.json, not the feeds."""
+        write_data(self.dir, [review(n, date="2024-06-15") for n in range(60)])
+        self.reload()
+        self.published.clear()
+        records = [review(n, date="2024-06-15") for n in range(60)]
+        records.append(review(99, date="2001-01-01"))
+        write_data(self.dir, records)
+        self.reload()
+        self.assertEqual(self.published, [f"{BASE}/reviews.json"])
+
+    def test_touch_without_change(self) -> None:
+        """Same bytes: nothing published, the same ETags and Last-Modified."""
+        before = self.data.snapshot
+        later = os.stat(self.dir / "reviews.json").st_mtime + 3600
+        os.utime(self.dir / "reviews.json", (later, later))
+        self.assertIs(self.reload(), True)
+        self.assertEqual(self.published, [])
+        for path, document in before.documents.items():
+            self.assertIs(self.data.snapshot.documents[path], document, path)
+
+    def test_broken_file_keeps_the_old_data(self) -> None:
+        logs = capture_logs(self)
+        before = self.data.snapshot
+        (self.dir / "reviews.json").write_text(
+            json.dumps([review(1), review(2, rating=9)])
+        )
+        self.assertIs(self.reload(), False)
+        self.assertIs(self.data.snapshot, before)
+        self.assertEqual(self.published, [])
+        self.assertEqual(self.data.failures, 1)
+        [line] = [line for line in logs if "Reload refused" in line]
+        self.assertIn("reviews.json: record [1] (id 'r0002'): field 'rating'", line)
+        self.assertEqual(self.notified, [b"RELOADING=1", b"READY=1"])
+        write_data(self.dir, [review(n) for n in range(7)])
+        self.assertIs(self.reload(), True)
+        self.assertEqual(len(self.data.snapshot.dataset.reviews), 7)
+
+    def test_reloads_are_serialized(self) -> None:
+        """One at a time; asked for during one, one more runs after it."""
+        self.reactor.immediate = False
+        first = self.data.reload()
+        second = self.data.reload()
+        third = self.data.reload()
+        write_data(self.dir, [review(n) for n in range(8)])
+        self.assertEqual(self.reactor.run(), 1)
+        self.assertIs(self.successResultOf(first), True)
+        self.assertNoResult(second)
+        self.assertEqual(self.reactor.run(), 1, "one more, shared by the two")
+        self.assertIs(self.successResultOf(second), True)
+        self.assertIs(self.successResultOf(third), True)
+        self.assertEqual(self.reactor.run(), 0)
+        self.assertEqual(len(self.data.snapshot.dataset.reviews), 8)
+
+    def test_stop_waits_for_a_reload(self) -> None:
+        self.reactor.immediate = False
+        self.data.startService()
+        self.data.reload()
+        stopped = self.data.stopService()
+        self.assertNoResult(stopped)
+        self.reactor.run()
+        self.successResultOf(stopped)
+
+    def test_sighup_hands_the_reload_to_the_reactor(self) -> None:
+        called: list[str] = []
+        service = ReloadOnSignal(lambda: called.append("reload"), self.reactor)
+        previous = signal.getsignal(signal.SIGHUP)
+        service.startService()
+        try:
+            os.kill(os.getpid(), signal.SIGHUP)
+        finally:
+            service.stopService()
+        self.assertEqual(called, ["reload"])
+        self.assertEqual(len(self.reactor.from_thread), 1)
+        self.assertEqual(signal.getsignal(signal.SIGHUP), previous)
+
+
+class PollingWatcherTests(SynchronousTestCase):
+    """Where inotify is missing: size, mtime and inode, on a fake clock."""
+
+    def setUp(self) -> None:
+        self.dir = write_data(Path(self.mktemp()), [review(1)])
+        self.clock = Clock()
+        self.calls: list[int] = []
+        self.watcher = DirectoryWatcher(
+            self.dir,
+            lambda: self.calls.append(1),
+            self.clock,
+            settle=0.25,
+            poll=1.0,
+            use_inotify=False,
+        )
+        self.watcher.startService()
+        self.addCleanup(self.watcher.stopService)
+        self.assertEqual(self.watcher.mode, "polling")
+
+    def settle(self) -> None:
+        self.clock.advance(1.0)
+        self.clock.advance(0.25)
+
+    def test_atomic_replace(self) -> None:
+        new = self.dir / ".reviews.json.tmp"
+        new.write_text(json.dumps([review(1), review(2)]))
+        self.settle()
+        self.assertEqual(self.calls, [], "a temporary file is not the data")
+        os.replace(new, self.dir / "reviews.json")
+        self.settle()
+        self.assertEqual(self.calls, [1])
+
+    def test_in_place_write(self) -> None:
+        (self.dir / "reviews.json").write_text(json.dumps([review(3)] * 1))
+        (self.dir / "business.json").write_text('{"name": "Renamed"}')
+        self.settle()
+        self.assertEqual(self.calls, [1])
+
+    def test_burst_is_one_change(self) -> None:
+        for n in range(5):
+            (self.dir / "reviews.json").write_text(json.dumps([review(n)] * (n + 2)))
+            self.clock.advance(0.15)
+        self.settle()
+        self.assertEqual(self.calls, [1])
+
+    def test_new_and_deleted_files(self) -> None:
+        (self.dir / "insights.json").write_text("{}")
+        self.settle()
+        (self.dir / "insights.json").unlink()
+        self.settle()
+        self.assertEqual(self.calls, [1, 1])
+
+    def test_nothing_changed(self) -> None:
+        self.clock.advance(10)
+        self.assertEqual(self.calls, [])
+
+
+class InotifyWatcherTests(TestCase):
+    """With the real reactor and inotify, as the daemon runs on Linux."""
+
+    timeout = 20
+
+    def setUp(self) -> None:
+        self.dir = write_data(Path(self.mktemp()), [review(1)])
+        self.changes: defer.DeferredQueue[int] = defer.DeferredQueue()
+        self.watcher = DirectoryWatcher(
+            self.dir, lambda: self.changes.put(1), reactor, settle=0.1
+        )
+        self.watcher.startService()
+        self.addCleanup(self.watcher.stopService)
+
+    @defer.inlineCallbacks
+    def test_writes_and_renames_are_seen(self) -> Any:
+        if self.watcher.mode != "inotify":
+            self.skipTest(f"inotify is unavailable here ({self.watcher.mode})")
+        (self.dir / "reviews.json").write_text(json.dumps([review(1), review(2)]))
+        yield self.changes.get()
+        temporary = self.dir / "reviews.json.new"
+        temporary.write_text(json.dumps([review(3)]))
+        os.replace(temporary, self.dir / "reviews.json")
+        yield self.changes.get()
+        (self.dir / "notes.txt").write_text("not data")
+        yield deferLater(reactor, 0.3, lambda: None)
+        self.assertEqual(self.changes.pending, [])
+        for n in range(5):
+            (self.dir / "reviews.json").write_text(json.dumps([review(n)] * n))
+        yield self.changes.get()
+        yield deferLater(reactor, 0.3, lambda: None)
+        self.assertEqual(self.changes.pending, [], "a burst is one change")
