@@ -8,20 +8,24 @@ Requests only read the current snapshot; nothing here builds a document.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any, Protocol
 
 from klein import Klein
+from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
 from twisted.python.failure import Failure
-from twisted.web.http import stringToDatetime
+from twisted.web.http import HTTPChannel, stringToDatetime
 from twisted.web.resource import IResource, Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 from werkzeug.exceptions import MethodNotAllowed, NotFound
 
 from reviewsd.documents import to_json
-from reviewsd.links import SEARCH_PATH, SINCE_PATH
+from reviewsd.lifecycle import InFlight
+from reviewsd.links import HUB_PATH, MCP_PATH, SEARCH_PATH, SINCE_PATH
+from reviewsd.pages import HOME_PATH, prefers_json
 from reviewsd.search import InvalidParameters, SearchQuery, date_parameter
 from reviewsd.snapshot import Document, Snapshot
 
@@ -128,6 +132,8 @@ def serve_document(request: Request, document: Document) -> bytes:
     headers.setRawHeaders(b"Last-Modified", [document.http_date])
     if document.links is not None:
         headers.setRawHeaders(b"Link", [document.links])
+    for name, value in document.headers:
+        headers.setRawHeaders(name, [value])
     if not_modified(request, representation.etag, document.last_modified):
         request.setResponseCode(304)
         return b""
@@ -275,10 +281,19 @@ class Front(Resource):
                 request,
                 413,
                 "too_large",
-                f"Request bodies are limited to {MAX_BODY} bytes.",
+                "Request bodies are limited to "
+                f"{getattr(request, 'body_limit', MAX_BODY)} bytes.",
             )
-        document = self._source.snapshot.documents.get(path)
+        snapshot = self._source.snapshot
+        document = snapshot.documents.get(path)
         method = request.method
+        if path == HOME_PATH and prefers_json(request.getHeader(b"accept")):
+            # one URL per representation: JSON clients are sent to the dataset
+            request.setResponseCode(303)
+            request.setHeader(b"Location", snapshot.links.reviews.encode())
+            request.setHeader(b"Vary", b"Accept")
+            request.setHeader(b"Access-Control-Allow-Origin", b"*")
+            return b""
         if document is None:
             if method in (b"GET", b"HEAD"):
                 request.setHeader(b"Access-Control-Allow-Origin", b"*")
@@ -314,40 +329,302 @@ class Front(Resource):
         return NOT_DONE_YET
 
 
-MAX_BODY = 1024 * 1024
-"""No endpoint takes more; a larger body is answered 413, and not kept."""
+BODY_LIMITS: dict[str, int] = {MCP_PATH: 1024 * 1024, HUB_PATH: 64 * 1024}
+"""
+The request bodies each route takes, in bytes: a larger one is answered 413
+and not kept. Other routes take none: a body sent there is read and dropped.
+"""
+
+MAX_BODY = max(BODY_LIMITS.values())
+
+IDLE_TIMEOUT = 60.0
+"""Seconds a connection may stay silent, between requests or within one."""
+
+RECEIVE_TIMEOUT = 30.0
+"""Seconds a client has to send a whole request, headers and body."""
 
 
 class CappedRequest(Request):
-    """A request that stops storing its body past L{MAX_BODY}."""
+    """
+    A request that keeps no more body than its route takes (L{BODY_LIMITS}),
+    and that tells its L{ReviewsSite} when it begins and ends: for the
+    requests in flight, the access log and the metrics.
+
+    @ivar started: when its first line arrived, on the site's clock.
+    """
 
     too_large = False
+    body_limit = MAX_BODY
+    started = 0.0
+    _site: ReviewsSite | None = None
+    _discarding = False
 
-    def handleContentChunk(self, data: bytes) -> None:
-        if self.too_large:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        site = getattr(self.channel, "site", None)
+        if isinstance(site, ReviewsSite):
+            self._site = site
+            self.started = site.reactor.seconds()
+            site.in_flight.add(self)
+
+    def gotLength(self, length: int | None) -> None:  # noqa: N802
+        if self._site is not None:
+            # the request line is in, but not parsed into self.path yet
+            target = getattr(self.channel, "_path", None)
+            self.body_limit = self._site.body_limit(target)
+        if length is not None and length > self.body_limit:
+            self._discarding = True
+            self.too_large = self.body_limit > 0
+            length = 0  # nothing is kept: no temporary file for a large body
+        elif length is None:
+            length = self.body_limit  # chunked: memory, unless it may be large
+        super().gotLength(length)
+
+    def handleContentChunk(self, data: bytes) -> None:  # noqa: N802
+        if self._discarding:
             return
-        if self.content.tell() + len(data) > MAX_BODY:
-            self.too_large = True
+        if self.content.tell() + len(data) > self.body_limit:
+            self._discarding = True
+            self.too_large = self.body_limit > 0
             self.content.seek(0)
             self.content.truncate()
             return
         super().handleContentChunk(data)
+
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802
+        channel = self.channel
+        if isinstance(channel, ReviewsChannel):
+            channel.receiving_since = None
+        site = self._site
+        if site is not None and site.draining:
+            # stopping: answer, then close, so that the client goes elsewhere
+            channel.persistent = False
+            self.responseHeaders.setRawHeaders(b"Connection", [b"close"])
+        super().requestReceived(command, path, version)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            if self._site is not None:
+                self._site.in_flight.discard(self)
+
+    def connectionLost(self, reason: Failure) -> None:  # noqa: N802
+        super().connectionLost(reason)
+        if self._site is not None:
+            self._site.in_flight.discard(self)
+
+
+class ReviewsChannel(HTTPChannel):
+    """
+    An HTTP/1.1 connection that its site knows of, so that stopping can
+    close it once its answer is sent, and that knows since when a request
+    has been arriving on it, so that a client that trickles one is cut off.
+
+    (Twisted's default wraps the channel to offer HTTP/2 when the C{h2}
+    package is installed; this service does not offer HTTP/2.)
+
+    @ivar receiving_since: when the first byte of the request arriving now
+        came, or C{None} between requests.
+    """
+
+    site: ReviewsSite
+    receiving_since: float | None = None
+
+    def connectionMade(self) -> None:  # noqa: N802
+        super().connectionMade()
+        self.site.connections.add(self)
+
+    def dataReceived(self, data: bytes) -> None:  # noqa: N802
+        if self.receiving_since is None:
+            self.receiving_since = self.site.reactor.seconds()
+        super().dataReceived(data)
+
+    def connectionLost(self, reason: Failure) -> None:  # noqa: N802
+        super().connectionLost(reason)
+        self.site.connections.discard(self)
+
+    def close_when_done(self) -> None:
+        """Close now if no request is under way, else after its answer."""
+        self.persistent = False
+        if not self.requests:
+            self.loseConnection()
+
+
+RequestObserver = Callable[[Request, str, float], object]
+"""Called with each answered request, its route and its duration."""
+
+
+class ReviewsSite(Site):
+    """
+    The site: bounded connections (idle and receive timeouts, body limits by
+    route), the connections and requests in flight (so that stopping can
+    wait for them), and the observers of each answered request (access log,
+    metrics).
+
+    Twisted's own access log is replaced: it formats a line per request
+    through the legacy log system, which costs about half the throughput of
+    a small answer.
+
+    @ivar observers: L{RequestObserver}s, called as each request finishes.
+    @ivar draining: set once stopping has begun: answers close their
+        connection.
+    """
+
+    protocol = ReviewsChannel  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        resource: IResource,
+        reactor: Any,
+        *,
+        routes: Iterable[str] = (),
+        body_limits: dict[str, int] | None = None,
+        idle_timeout: float = IDLE_TIMEOUT,
+        receive_timeout: float = RECEIVE_TIMEOUT,
+    ) -> None:
+        super().__init__(
+            resource,
+            requestFactory=CappedRequest,
+            timeout=idle_timeout,
+            reactor=reactor,
+        )
+        self.noisy = False
+        self.displayTracebacks = False
+        self.in_flight: InFlight[CappedRequest] = InFlight()
+        self.connections: InFlight[ReviewsChannel] = InFlight()
+        self.draining = False
+        self.observers: list[RequestObserver] = []
+        self.receive_timeout = receive_timeout
+        limits = BODY_LIMITS if body_limits is None else body_limits
+        self._body_limits = {path.encode("ascii"): n for path, n in limits.items()}
+        self._max_body = max(self._body_limits.values(), default=0)
+        self._routes = {path.encode("ascii"): path for path in routes}
+        self._since = SINCE_PATH.encode("ascii") + b"/"
+
+    def body_limit(self, target: bytes | None) -> int:
+        """The body limit for a request target (path, query, maybe absolute)."""
+        if target is None:
+            return self._max_body
+        path = target.split(b"?", 1)[0]
+        if not path.startswith(b"/"):
+            # absolute form: http://host/path
+            _, _, rest = path.partition(b"//")
+            path = b"/" + rest.partition(b"/")[2]
+        return self._body_limits.get(path, 0)
+
+    def route(self, path: bytes) -> str:
+        """
+        The route a path belongs to, for metrics: a known path, the since
+        template, or C{other}, so that clients cannot make up labels.
+        """
+        route = self._routes.get(path)
+        if route is not None:
+            return route
+        if path.startswith(self._since) and b"/" not in path[len(self._since) :]:
+            return SINCE_PATH + "/{date}"
+        return "other"
+
+    def log(self, request: Request) -> None:
+        """Twisted calls this as each request finishes: tell the observers."""
+        if not self.observers:
+            return
+        duration = self.reactor.seconds() - getattr(request, "started", 0.0)
+        route = self.route(request.path)
+        for observe in self.observers:
+            try:
+                observe(request, route, duration)
+            except Exception:
+                log.failure("Observing a request failed")
+
+    def drain(self) -> Deferred[None]:
+        """
+        Stopping (the port is closed): idle connections close now, busy ones
+        once their answer is sent. Fires when every connection is closed.
+        """
+        self.draining = True
+        for channel in self.connections:
+            channel.close_when_done()
+        return self.connections.idle()
+
+    def drop_slow_clients(self) -> int:
+        """
+        Close the connections on which a request has been arriving for longer
+        than the receive timeout (slowloris); called every second or so.
+        """
+        deadline = self.reactor.seconds() - self.receive_timeout
+        dropped = 0
+        for channel in self.connections:
+            since = channel.receiving_since
+            if since is not None and since < deadline and channel.transport:
+                log.info(
+                    "Closed the connection of {client}: its request took more "
+                    "than {timeout} s to arrive",
+                    client=getattr(channel.transport.getPeer(), "host", "-"),
+                    timeout=self.receive_timeout,
+                )
+                channel.transport.abortConnection()
+                dropped += 1
+        return dropped
 
 
 def make_site(
     source: SnapshotSource,
     reactor: Any = None,
     resources: dict[str, IResource] | None = None,
-) -> Site:
+    *,
+    body_limits: dict[str, int] | None = None,
+    idle_timeout: float = IDLE_TIMEOUT,
+    receive_timeout: float = RECEIVE_TIMEOUT,
+) -> ReviewsSite:
     """
     The whole HTTP face: documents, the Klein routes, and C{resources}, other
-    resources by exact path (C{/mcp}).
+    resources by exact path (C{/mcp}, the hub, C{/healthz}, C{/metrics}).
     """
     if reactor is None:
         from twisted.internet import reactor
-    site = Site(
+    resources = resources or {}
+    return ReviewsSite(
         Front(source, ReviewsAPI(source, reactor).app.resource(), resources),
-        requestFactory=CappedRequest,
+        reactor,
+        routes=[*source.snapshot.documents, *resources, SEARCH_PATH],
+        body_limits=body_limits,
+        idle_timeout=idle_timeout,
+        receive_timeout=receive_timeout,
     )
-    site.displayTracebacks = False
-    return site
+
+
+class PathMap(Resource):
+    """Resources by exact path, and JSON 404s: the root of a side listener."""
+
+    isLeaf = True
+
+    def __init__(self, resources: dict[str, IResource]) -> None:
+        super().__init__()
+        self._resources = resources
+
+    def render(self, request: Request) -> bytes | int:
+        resource = self._resources.get(request.path.decode("latin-1"))
+        if resource is None:
+            return json_error(
+                request, 404, "not_found", f"There is nothing at {_path(request)}."
+            )
+        return resource.render(request)
+
+
+def make_side_site(
+    resources: dict[str, IResource],
+    reactor: Any,
+    *,
+    idle_timeout: float = IDLE_TIMEOUT,
+    receive_timeout: float = RECEIVE_TIMEOUT,
+) -> ReviewsSite:
+    """A site answering only C{resources} (C{/metrics} and C{/healthz})."""
+    return ReviewsSite(
+        PathMap(resources),
+        reactor,
+        routes=list(resources),
+        body_limits={},
+        idle_timeout=idle_timeout,
+        receive_timeout=receive_timeout,
+    )

@@ -40,7 +40,19 @@ from reviewsd.links import (
 from reviewsd.mentions import Found, Matcher
 from reviewsd.model import Dataset
 from reviewsd.openapi import openapi_document
+from reviewsd.pages import (
+    CONTENT_SECURITY_POLICY,
+    DEVELOPERS_PATH,
+    HOME_PATH,
+    HTML_TYPE,
+    STYLESHEET,
+    STYLESHEET_PATH,
+    STYLESHEET_TYPE,
+    render_developers,
+    render_home,
+)
 from reviewsd.search import SearchIndex, SearchQuery
+from reviewsd.tools import TOOLS
 
 JSON = b"application/json"
 ATOM = b"application/atom+xml"
@@ -73,6 +85,7 @@ class Document:
     @ivar last_modified: when this content last changed, in whole seconds
         since the epoch; C{http_date} is the same instant as a header value.
     @ivar links: a C{Link} header value, or C{None}.
+    @ivar headers: other headers this document is always sent with.
     """
 
     content_type: bytes
@@ -81,6 +94,7 @@ class Document:
     last_modified: int
     http_date: bytes
     links: bytes | None
+    headers: tuple[tuple[bytes, bytes], ...] = ()
 
     @classmethod
     def build(
@@ -89,6 +103,7 @@ class Document:
         content_type: bytes,
         last_modified: int,
         links: bytes | None = None,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
     ) -> Document:
         compressed = None
         if len(body) >= GZIP_MIN_SIZE:
@@ -102,6 +117,7 @@ class Document:
             last_modified=last_modified,
             http_date=formatdate(last_modified, usegmt=True).encode("ascii"),
             links=links,
+            headers=headers,
         )
 
     def same_content(self, other: Document | None) -> bool:
@@ -259,18 +275,29 @@ def build_snapshot(
         LLMS_PATH: (render_llms_txt(dataset, insights, links), TEXT, False),
         OPENAPI_PATH: (to_json(openapi_document(links)), JSON, False),
     }
-    documents = {}
-    for path, (body, content_type, topic) in rendered.items():
+    documents: dict[str, Document] = {}
+
+    def publish(
+        path: str,
+        body: bytes,
+        content_type: bytes,
+        topic: bool,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> None:
         document = Document.build(
             body,
             content_type,
             int(modified),
             _topic_links(links, links.url(path)) if topic else None,
+            headers,
         )
         earlier = None if previous is None else previous.documents.get(path)
         if earlier is not None and document.same_content(earlier):
             document = earlier
         documents[path] = document
+
+    for path, (body, content_type, topic) in rendered.items():
+        publish(path, body, content_type, topic)
     per_review = insights["per_review"]
     mentions = [
         Found(
@@ -280,7 +307,7 @@ def build_snapshot(
         )
         for found in (per_review[r.id]["mentions"] for r in dataset.reviews)
     ]
-    return Snapshot(
+    snapshot = Snapshot(
         dataset=dataset,
         links=links,
         documents=documents,
@@ -289,3 +316,18 @@ def build_snapshot(
         insights=insights,
         insights_fingerprint=fingerprint,
     )
+    # the pages show what the documents and the index hold, so they come last
+    page = ((b"Content-Security-Policy", CONTENT_SECURITY_POLICY),)
+    home = (
+        *page,
+        # / answers JSON clients with a redirect to the dataset
+        (b"Vary", b"Accept-Encoding, Accept"),
+        (
+            b"Link",
+            b'<%s>; rel="alternate"; type="application/json"' % links.reviews.encode(),
+        ),
+    )
+    publish(HOME_PATH, render_home(snapshot), HTML_TYPE, False, home)
+    publish(DEVELOPERS_PATH, render_developers(snapshot, TOOLS), HTML_TYPE, False, page)
+    publish(STYLESHEET_PATH, STYLESHEET, STYLESHEET_TYPE, False)
+    return snapshot

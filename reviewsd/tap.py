@@ -12,24 +12,40 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from twisted.application.internet import StreamServerEndpointService, TimerService
-from twisted.application.service import IService, MultiService
+from twisted.application.internet import TimerService
+from twisted.application.service import IService
+from twisted.internet.defer import Deferred, gatherResults
 from twisted.internet.endpoints import serverFromString
-from twisted.internet.error import CannotListenError
-from twisted.internet.interfaces import IReactorCore
+from twisted.internet.interfaces import IReactorCore, IReactorTime
 from twisted.internet.testing import MemoryReactor
+from twisted.logger import Logger
 from twisted.python import usage
+from twisted.web.resource import IResource
 
 from reviewsd import __version__
-from reviewsd.http import make_site
+from reviewsd.health import HEALTH_PATH, HealthResource
+from reviewsd.http import IDLE_TIMEOUT, RECEIVE_TIMEOUT, make_side_site, make_site
 from reviewsd.insights import ReviewCache
+from reviewsd.lifecycle import InOrder, Listener
 from reviewsd.links import HUB_PATH, MCP_PATH, Links
 from reviewsd.loading import DEMO_DATA, DataError
+from reviewsd.logs import log_access
 from reviewsd.mcp import MCPResource, Sessions
+from reviewsd.metrics import METRICS_PATH, Metrics
 from reviewsd.outbound import GuardedClient, OutboundPolicy, load_certificates
-from reviewsd.service import ReviewsData, SnapshotTopics, load_snapshot, save_cache
+from reviewsd.service import (
+    ReloadOnSignal,
+    ReviewsData,
+    SnapshotTopics,
+    load_snapshot,
+    save_cache,
+)
+from reviewsd.systemd import Notifier, notify
 from reviewsd.tools import Tools
+from reviewsd.watching import DirectoryWatcher
 from reviewsd.websub import Hub, HubConfig, HubResource
+
+log = Logger()
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -46,13 +62,23 @@ _NUMBERS: dict[str, tuple[type, int | float]] = {
     "lease-max": (int, 2592000),
     "retry-base": (float, 30.0),
     "max-subscriptions-per-host": (int, 100),
+    "idle-timeout": (float, IDLE_TIMEOUT),
+    "receive-timeout": (float, RECEIVE_TIMEOUT),
+    "shutdown-timeout": (float, 10.0),
 }
+
+_SWITCHES = {"access-log": True}
+"""Options that are on or off: C{on}/C{off} on the command line, booleans in TOML."""
+
+_ON = ("on", "true", "yes", "1")
+_OFF = ("off", "false", "no", "0")
 
 
 def _number(name: str, value: object) -> int | float:
     """A positive number option, from the command line or TOML."""
     kind, _ = _NUMBERS[name]
     what = "a whole number" if kind is int else "a number"
+    given = value
     if isinstance(value, str):
         try:
             value = kind(value)
@@ -61,8 +87,39 @@ def _number(name: str, value: object) -> int | float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise usage.UsageError(f"--{name}: must be {what}, got {value!r}")
     if kind is int and not float(value).is_integer() or not 0 < value < 1e12:
-        raise usage.UsageError(f"--{name} {value!r}: must be {what} above 0")
+        raise usage.UsageError(f"--{name} {given!r}: must be {what} above 0")
     return kind(value)
+
+
+def _check_endpoint(name: str, description: str) -> None:
+    """An endpoint string Twisted can listen on, or a usage error saying why."""
+    try:
+        serverFromString(MemoryReactor(), description)
+    except KeyError as e:
+        if _endpoint_parts(description)[0] != "systemd":
+            raise usage.UsageError(f"--{name} {description!r}: {e}") from None
+        passed = os.environ.get("LISTEN_FDNAMES")
+        raise usage.UsageError(
+            f"--{name} {description!r}: systemd passed no socket named {e}"
+            + (f" (it passed {passed!r})" if passed else " (it passed none)")
+            + "; start reviewsd.socket first, or listen on tcp: outside systemd"
+        ) from None
+    except Exception as e:
+        raise usage.UsageError(f"--{name} {description!r}: {e}") from None
+
+
+def _switch(name: str, value: object, default: bool) -> bool:
+    """An on/off option, from the command line (a word) or TOML (a boolean)."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in _ON:
+        return True
+    if word in _OFF:
+        return False
+    raise usage.UsageError(f"--{name} {value!r}: must be on or off")
 
 
 def _default_state_dir() -> Path:
@@ -217,6 +274,41 @@ class Options(usage.Options):
             "WebSub subscriptions one callback host may hold "
             f"[default: {_NUMBERS['max-subscriptions-per-host'][1]}].",
         ],
+        [
+            "access-log",
+            None,
+            None,
+            "Log each request (client, method, path, status, bytes, duration): "
+            "on or off [default: on].",
+        ],
+        [
+            "metrics-listen",
+            None,
+            None,
+            "Serve /metrics (and /healthz) on this endpoint instead of --listen, "
+            "such as tcp:9464:interface=127.0.0.1 [default: /metrics on --listen].",
+        ],
+        [
+            "idle-timeout",
+            None,
+            None,
+            "Seconds a connection may stay silent before it is closed "
+            f"[default: {_NUMBERS['idle-timeout'][1]:g}].",
+        ],
+        [
+            "receive-timeout",
+            None,
+            None,
+            "Seconds a client has to send a whole request, headers and body "
+            f"[default: {_NUMBERS['receive-timeout'][1]:g}].",
+        ],
+        [
+            "shutdown-timeout",
+            None,
+            None,
+            "Seconds requests in flight get to finish when the service stops "
+            f"[default: {_NUMBERS['shutdown-timeout'][1]:g}].",
+        ],
     ]
 
     optFlags = [
@@ -305,6 +397,14 @@ class Options(usage.Options):
                 if self[key] is None:
                     self[key] = value
                 continue
+            if key in _SWITCHES:
+                if not isinstance(value, bool):
+                    raise usage.UsageError(
+                        f"--config {path}: key {key!r} must be true or false"
+                    )
+                if self[key] is None:
+                    self[key] = value
+                continue
             if not isinstance(value, str):
                 raise usage.UsageError(
                     f"--config {path}: key {key!r} must be a string, "
@@ -320,10 +420,11 @@ class Options(usage.Options):
             self._merge_config(Path(self["config"]).expanduser())
         if self["listen"] is None:
             self["listen"] = DEFAULT_LISTEN
-        try:
-            serverFromString(MemoryReactor(), self["listen"])
-        except Exception as e:
-            raise usage.UsageError(f"--listen {self['listen']!r}: {e}") from None
+        _check_endpoint("listen", self["listen"])
+        if self["metrics-listen"] is not None:
+            _check_endpoint("metrics-listen", self["metrics-listen"])
+        for name, default in _SWITCHES.items():
+            self[name] = _switch(name, self[name], default)
         if self["base-url"] is None:
             self["base-url"] = base_url_for(self["listen"])
         self["base-url"] = _check_base_url(self["base-url"])
@@ -347,8 +448,10 @@ class Options(usage.Options):
                 f"({self['lease-default']}) <= --lease-max ({self['lease-max']})"
             )
         self["allow-private-callbacks"] = bool(self["allow-private-callbacks"])
+        self.callback_ca_path: Path | None = None
         if self["callback-ca"] is not None:
             path = Path(self["callback-ca"]).expanduser()
+            self.callback_ca_path = path
             try:
                 pem = path.read_bytes()
                 load_certificates(pem)
@@ -374,23 +477,30 @@ class Options(usage.Options):
                 )
 
 
-class _Listener(StreamServerEndpointService):
-    """A listening port whose failure to listen stops start-up in one line."""
+_SHOWN_AS_PATHS = ("data", "state-dir")
 
-    _raiseSynchronously = True
 
-    def __init__(self, description: str, *args: Any) -> None:
-        super().__init__(*args)
-        self._description = description
-
-    def privilegedStartService(self) -> None:
-        try:
-            super().privilegedStartService()
-        except CannotListenError as e:
-            raise SystemExit(
-                f"reviewsd: cannot listen on {self._description!r}: "
-                f"{e.socketError or e}"
-            ) from None
+def effective_configuration(options: Options) -> dict[str, Any]:
+    """
+    Every option's value as the service will use it, for the start-up log:
+    paths as text, the callback CA as its file name (never its content).
+    Nothing here is secret: WebSub secrets belong to subscribers, and are
+    never options.
+    """
+    shown: dict[str, Any] = {}
+    names = [name for name, *_ in Options.optParameters if name != "config"]
+    names += [name for name, *_ in Options.optFlags]
+    names += list(Options._repeatable)
+    for name in sorted(names):
+        value = options[name]
+        if name == "callback-ca":
+            path = getattr(options, "callback_ca_path", None)
+            value = None if path is None else str(path)
+        elif isinstance(value, Path):
+            value = str(value)
+        shown[name] = value
+    shown["config"] = options["config"]
+    return shown
 
 
 def makeService(options: Options, reactor: IReactorCore | None = None) -> IService:
@@ -402,6 +512,13 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
         from twisted.internet import reactor as default
 
         reactor = default
+    configuration = effective_configuration(options)
+    log.info(
+        "reviewsd {version} starting: {settings}",
+        version=__version__.public(),
+        configuration=configuration,
+        settings=", ".join(f"{k}={v!r}" for k, v in configuration.items()),
+    )
     try:
         options["state-dir"].mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as e:
@@ -416,15 +533,24 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
         raise SystemExit(f"reviewsd: cannot publish the data: {e}") from None
     save_cache(cache)
 
-    top = MultiService()
-    data = ReviewsData(options["data"], snapshot)
+    clock: IReactorTime = reactor  # type: ignore[assignment]
+    started = clock.seconds()
+    metrics = Metrics(clock, started)
+    # children stop one at a time, last first: the notifier, the listeners
+    # (which let requests finish), then the hub and the data they use
+    top = InOrder()
+    data = ReviewsData(options["data"], snapshot, reactor, cache)
+    data.notify = notify  # RELOADING=1 and READY=1 around each reload
     data.setServiceParent(top)
+    watcher = DirectoryWatcher(options["data"], data.reload, clock)
+    watcher.setServiceParent(top)
+    ReloadOnSignal(data.reload, reactor).setServiceParent(top)
     sessions = Sessions(reactor)
     expiry = TimerService(60, sessions.expire)
     expiry.clock = reactor
     expiry.setServiceParent(top)
     mcp = MCPResource(
-        Tools(data),
+        metrics.counting_tools(Tools(data)),
         sessions,
         options["base-url"],
         tuple(options["mcp-allowed-origin"]),
@@ -446,16 +572,61 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
             retry_base=options["retry-base"],
             max_per_host=options["max-subscriptions-per-host"],
         ),
-        client,
+        metrics.counting_client(client),
         store_path=options["state-dir"] / "websub.sqlite3",
         topics=SnapshotTopics(data),
         clock=reactor,
     )
-    # before the listener, so that the listener stops first
     hub.setServiceParent(top)
-    _Listener(
-        options["listen"],
-        serverFromString(reactor, options["listen"]),
-        make_site(data, reactor, {MCP_PATH: mcp, HUB_PATH: HubResource(hub)}),
-    ).setServiceParent(top)
+    data.publish = hub.publish
+
+    health = HealthResource(data, clock, started)
+    resources = {MCP_PATH: mcp, HUB_PATH: HubResource(hub), HEALTH_PATH: health}
+    side: dict[str, IResource] = {}
+    if options["metrics-listen"] is None:
+        resources[METRICS_PATH] = metrics.resource()
+    else:
+        side = {METRICS_PATH: metrics.resource(), HEALTH_PATH: health}
+    timeouts = {
+        "idle_timeout": options["idle-timeout"],
+        "receive_timeout": options["receive-timeout"],
+    }
+    sites = [(options["listen"], make_site(data, reactor, resources, **timeouts))]
+    if side:
+        sites.append(
+            (options["metrics-listen"], make_side_site(side, reactor, **timeouts))
+        )
+    listeners = []
+    for description, site in sites:
+        site.observers.append(metrics.observe_request)
+        if options["access-log"]:
+            site.observers.append(log_access)
+        reaper = TimerService(1, site.drop_slow_clients)
+        reaper.clock = reactor
+        reaper.setServiceParent(top)
+        listener = Listener(
+            description,
+            serverFromString(reactor, description),
+            site,
+            clock=clock,
+            drain_timeout=options["shutdown-timeout"],
+        )
+        listener.setServiceParent(top)
+        listeners.append(listener)
+    metrics.watch(
+        data=data, hub=hub, sessions=sessions, sites=[site for _, site in sites]
+    )
+
+    def ready() -> Deferred[str]:
+        waits = [listener.listening() for listener in listeners]
+        waits.append(hub.ready().addErrback(lambda _: None))  # logged by the hub
+        d = gatherResults(waits)
+        return d.addCallback(
+            lambda _: (
+                f"Serving {len(data.snapshot.dataset.reviews)} reviews on "
+                + ", ".join(listener.description for listener in listeners)
+            )
+        )
+
+    Notifier(reactor, ready).setServiceParent(top)
     return top

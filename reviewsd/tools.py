@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from attrs import frozen
 
@@ -30,7 +30,9 @@ from reviewsd.search import (
     SearchQuery,
     date_parameter,
 )
-from reviewsd.snapshot import Snapshot
+
+if TYPE_CHECKING:  # the snapshot renders the tool list into /developers
+    from reviewsd.snapshot import Snapshot
 
 
 class SnapshotSource(Protocol):

@@ -202,7 +202,7 @@ class DocumentHTTPTests(SynchronousTestCase):
         self.assertEqual((with_auth.code, with_auth.body), (200, plain.body))
 
     def test_not_found_is_json(self) -> None:
-        for path in ("/", "/nope", "/reviews.json/", "/api/feed.xml", "/" + "a" * 5000):
+        for path in ("/nope", "/reviews.json/", "/api/feed.xml", "/" + "a" * 5000):
             answer = self.request("GET", path)
             self.assertEqual(answer.code, 404, path)
             self.assertEqual(answer.header("Content-Type"), "application/json")
@@ -222,6 +222,28 @@ class DocumentHTTPTests(SynchronousTestCase):
             self.assertEqual(answer.code, 405)
             self.assertEqual(answer.header("Allow"), "GET, HEAD, OPTIONS")
             self.assertEqual(json.loads(answer.body)["error"], "method_not_allowed")
+
+    def test_pages(self) -> None:
+        """The HTML pages: a strict CSP, and / sends JSON clients to the dataset."""
+        for path in ("/", "/developers"):
+            answer = self.request("GET", path)
+            self.assertEqual(answer.code, 200)
+            self.assertEqual(answer.header("Content-Type"), "text/html; charset=utf-8")
+            self.assertIn("default-src 'none'", answer.header("Content-Security-Policy") or "")
+            self.assertIsNotNone(answer.header("ETag"))
+        home = self.request("GET", "/")
+        self.assertEqual(home.header("Vary"), "Accept-Encoding, Accept")
+        self.assertIn("/reviews.json>; rel=\"alternate\"", home.header("Link") or "")
+        style = self.request("GET", "/style.css")
+        self.assertEqual(style.header("Content-Type"), "text/css; charset=utf-8")
+        self.assertIsNone(style.header("Content-Security-Policy"))
+        for accept in ("application/json", "application/json, text/html;q=0.5"):
+            redirect = self.request("GET", "/", Accept=accept)
+            self.assertEqual(redirect.code, 303, accept)
+            self.assertEqual(redirect.header("Location"), "https://reviews.example.com/reviews.json")
+            self.assertEqual(redirect.header("Vary"), "Accept")
+        for accept in ("text/html,application/xhtml+xml,*/*;q=0.8", "*/*"):
+            self.assertEqual(self.request("GET", "/", Accept=accept).code, 200, accept)
 
     def test_cors_preflight(self) -> None:
         answer = self.request(

@@ -266,3 +266,150 @@ class MakeServiceTests(SynchronousTestCase):
             "(id 'r0002'): field 'date': '2023-02-29' is not a calendar date",
         )
         self.assertEqual(reactor.tcpServers, [])
+
+
+class OperationsOptionsTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        environ = dict(os.environ, STATE_DIRECTORY=self.mktemp())
+        self.patch(os, "environ", environ)
+
+    def parse(self, *argv: str) -> Options:
+        options = Options()
+        options.parseOptions(list(argv))
+        return options
+
+    def error(self, *argv: str) -> str:
+        return str(self.assertRaises(usage.UsageError, self.parse, *argv))
+
+    def config(self, text: str) -> str:
+        path = Path(self.mktemp())
+        path.write_text(text)
+        return str(path)
+
+    def test_defaults(self) -> None:
+        options = self.parse()
+        self.assertIs(options["access-log"], True)
+        self.assertIsNone(options["metrics-listen"])
+        self.assertEqual(
+            (
+                options["idle-timeout"],
+                options["receive-timeout"],
+                options["shutdown-timeout"],
+            ),
+            (60.0, 30.0, 10.0),
+        )
+
+    def test_given(self) -> None:
+        options = self.parse(
+            "--access-log",
+            "off",
+            "--metrics-listen",
+            "tcp:9464:interface=127.0.0.1",
+            "--shutdown-timeout",
+            "2.5",
+        )
+        self.assertIs(options["access-log"], False)
+        self.assertEqual(options["metrics-listen"], "tcp:9464:interface=127.0.0.1")
+        self.assertEqual(options["shutdown-timeout"], 2.5)
+        config = self.config("access-log = false\nidle-timeout = 5\n")
+        options = self.parse("--config", config)
+        self.assertIs(options["access-log"], False)
+        self.assertEqual(options["idle-timeout"], 5.0)
+        self.assertIs(
+            self.parse("--config", config, "--access-log", "on")["access-log"], True
+        )
+
+    def test_errors_name_the_option(self) -> None:
+        for argv, expected in [
+            (["--access-log", "maybe"], "--access-log 'maybe': must be on or off"),
+            (["--metrics-listen", "bogus:1"], "--metrics-listen 'bogus:1'"),
+            (
+                ["--shutdown-timeout", "0"],
+                "--shutdown-timeout '0': must be a number above 0",
+            ),
+            (
+                ["--receive-timeout", "soon"],
+                "--receive-timeout 'soon': must be a number",
+            ),
+        ]:
+            self.assertIn(expected, self.error(*argv))
+        config = self.config('access-log = "off"\n')
+        self.assertIn(
+            "key 'access-log' must be true or false", self.error("--config", config)
+        )
+        config = self.config("idle-timeout = -1\n")
+        self.assertIn(
+            "--idle-timeout -1: must be a number above 0",
+            self.error("--config", config),
+        )
+        config = self.config("acess-log = true\n")
+        self.assertIn("did you mean 'access-log'?", self.error("--config", config))
+
+
+class OperationsWiringTests(SynchronousTestCase):
+    def options(self, *argv: str) -> Options:
+        options = Options()
+        options.parseOptions(["--state-dir", self.mktemp(), *argv])
+        return options
+
+    def start(self, options: Options) -> MemoryReactorClock:
+        reactor = MemoryReactorClock()
+        service = makeService(options, reactor)
+        service.privilegedStartService()
+        service.startService()
+        self.addCleanup(service.stopService)
+        return reactor
+
+    def test_configuration_logged_once_without_secrets(self) -> None:
+        ca = os.path.abspath(self.mktemp())
+        trustme.CA().cert_pem.write_to_path(ca)
+        events: list[dict[str, object]] = []
+        from twisted.logger import globalLogPublisher
+
+        globalLogPublisher.addObserver(events.append)
+        self.addCleanup(globalLogPublisher.removeObserver, events.append)
+        options = self.options("--callback-ca", ca, "--access-log", "off")
+        makeService(options, MemoryReactorClock())
+        [event] = [e for e in events if "configuration" in e]
+        configuration = event["configuration"]
+        assert isinstance(configuration, dict)
+        self.assertEqual(configuration["callback-ca"], ca)
+        self.assertIs(configuration["access-log"], False)
+        self.assertEqual(configuration["listen"], "tcp:8080:interface=127.0.0.1")
+        self.assertEqual(
+            sorted(configuration),
+            sorted(
+                [name for name, *_ in Options.optParameters]
+                + [name for name, *_ in Options.optFlags]
+                + list(Options._repeatable)
+            ),
+        )
+        self.assertNotIn("BEGIN CERTIFICATE", repr(event))
+
+    def test_metrics_on_the_main_listener(self) -> None:
+        reactor = self.start(self.options("--listen", "tcp:8123:interface=127.0.0.1"))
+        [(_, site, _, _)] = reactor.tcpServers
+        self.assertIn("/metrics", site.resource._resources)
+        self.assertIn("/healthz", site.resource._resources)
+        self.assertEqual(len(site.observers), 2)  # metrics and the access log
+        self.assertEqual(site.timeOut, 60.0)
+
+    def test_metrics_on_their_own_listener(self) -> None:
+        reactor = self.start(
+            self.options(
+                "--listen",
+                "tcp:8123:interface=127.0.0.1",
+                "--metrics-listen",
+                "tcp:9464:interface=127.0.0.1",
+                "--access-log",
+                "off",
+                "--idle-timeout",
+                "5",
+            )
+        )
+        main, side = reactor.tcpServers
+        self.assertEqual((main[0], side[0]), (8123, 9464))
+        self.assertNotIn("/metrics", main[1].resource._resources)
+        self.assertEqual(sorted(side[1].resource._resources), ["/healthz", "/metrics"])
+        self.assertEqual(len(main[1].observers), 1)  # metrics only
+        self.assertEqual(main[1].timeOut, 5.0)

@@ -27,7 +27,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import Request, Site
 
 from reviewsd.http import make_site
-from reviewsd.links import ATOM_FEED_PATH, HUB_PATH, JSON_FEED_PATH, Links
+from reviewsd.links import ATOM_FEED_PATH, HUB_PATH, JSON_FEED_PATH, REVIEWS_PATH, Links
 from reviewsd.outbound import GuardedClient, OutboundPolicy
 from reviewsd.service import SnapshotTopics, load_snapshot
 from reviewsd.websub import Hub, HubConfig, HubResource
@@ -350,6 +350,47 @@ class DaemonHubTests(StatefulDaemonTestCase):
         yield self.start_daemon()
         yield task.deferLater(reactor, 1.5, lambda: None)
         self.assertEqual(self.subscriber.deliveries, 1)
+
+    @defer.inlineCallbacks
+    def test_live_reload_pushes_each_changed_topic_once(self) -> Any:
+        """
+        Change the data directory under the running daemon: within 5 s the
+        new review is served, and each of the three topics reaches its
+        subscriber once, byte for byte what a fresh GET returns. A touch that
+        changes nothing sends nothing.
+        """
+        yield self.start_daemon()
+        topics = {
+            "/atom": self.base + ATOM_FEED_PATH,
+            "/json": self.base + JSON_FEED_PATH,
+            "/all": self.base + REVIEWS_PATH,
+        }
+        for path, topic in topics.items():
+            code, body = yield self.hub_request(
+                "subscribe", topic, self.callback_base + path
+            )
+            self.assertEqual(code, 202, body)
+        yield wait(self.subscriber.wait_for(lambda: self.subscriber.verifications >= 3))
+        yield settle()
+
+        change_data(self.data, 6)
+        started = reactor.seconds()
+        while True:
+            document = yield (yield self.client.get(self.base + REVIEWS_PATH)).json()
+            if len(document["reviews"]) == 6:
+                break
+            self.assertLess(reactor.seconds() - started, 5, "not reloaded in 5 s")
+            yield task.deferLater(reactor, 0.05, lambda: None)
+        yield wait(self.subscriber.wait_for(lambda: self.subscriber.deliveries >= 3), 5)
+        yield settle(0.5)
+        for path, topic in topics.items():
+            [delivery] = self.subscriber.requests(b"POST", path)
+            fresh = yield (yield self.client.get(topic)).content()
+            self.assertEqual(delivery.body, fresh, path)
+
+        (self.data / "reviews.json").touch()
+        yield settle(1.5)
+        self.assertEqual(self.subscriber.deliveries, 3, "a touch is no change")
 
     @defer.inlineCallbacks
     def test_subscription_survives_kill_9(self) -> Any:
