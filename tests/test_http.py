@@ -229,18 +229,22 @@ class DocumentHTTPTests(SynchronousTestCase):
             answer = self.request("GET", path)
             self.assertEqual(answer.code, 200)
             self.assertEqual(answer.header("Content-Type"), "text/html; charset=utf-8")
-            self.assertIn("default-src 'none'", answer.header("Content-Security-Policy") or "")
+            self.assertIn(
+                "default-src 'none'", answer.header("Content-Security-Policy") or ""
+            )
             self.assertIsNotNone(answer.header("ETag"))
         home = self.request("GET", "/")
         self.assertEqual(home.header("Vary"), "Accept-Encoding, Accept")
-        self.assertIn("/reviews.json>; rel=\"alternate\"", home.header("Link") or "")
+        self.assertIn('/reviews.json>; rel="alternate"', home.header("Link") or "")
         style = self.request("GET", "/style.css")
         self.assertEqual(style.header("Content-Type"), "text/css; charset=utf-8")
         self.assertIsNone(style.header("Content-Security-Policy"))
         for accept in ("application/json", "application/json, text/html;q=0.5"):
             redirect = self.request("GET", "/", Accept=accept)
             self.assertEqual(redirect.code, 303, accept)
-            self.assertEqual(redirect.header("Location"), "https://reviews.example.com/reviews.json")
+            self.assertEqual(
+                redirect.header("Location"), "https://reviews.example.com/reviews.json"
+            )
             self.assertEqual(redirect.header("Vary"), "Accept")
         for accept in ("text/html,application/xhtml+xml,*/*;q=0.8", "*/*"):
             self.assertEqual(self.request("GET", "/", Accept=accept).code, 200, accept)
