@@ -16,7 +16,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.http_headers import Headers
 from twisted.web.test.requesthelper import DummyRequest
 
-from reviewsd.http import accepts_gzip, make_site, serve_document
+from reviewsd.http import CACHE_CONTROL, accepts_gzip, make_site, serve_document
 from reviewsd.loading import DEMO_DATA
 from tests.support import Holder, snapshot_of
 
@@ -248,6 +248,13 @@ class DocumentHTTPTests(SynchronousTestCase):
             self.assertEqual(redirect.header("Vary"), "Accept")
         for accept in ("text/html,application/xhtml+xml,*/*;q=0.8", "*/*"):
             self.assertEqual(self.request("GET", "/", Accept=accept).code, 200, accept)
+
+    def test_caching_policy_documented(self) -> None:
+        """The developer guide states the Cache-Control the answers carry."""
+        answer = self.request("GET", "/reviews.json")
+        policy = answer.header("Cache-Control") or ""
+        self.assertEqual(policy.encode(), CACHE_CONTROL)
+        self.assertIn(policy, self.request("GET", "/developers").body.decode())
 
     def test_cors_preflight(self) -> None:
         answer = self.request(

@@ -626,8 +626,9 @@ def _caching(snapshot: Snapshot) -> Tag:
             " and an unchanged document costs a ",
             h("code")("304 Not Modified"),
             " with an empty body. ",
-            h("code")("Cache-Control: no-cache"),
-            " asks caches to revalidate every time. HEAD answers wherever GET does; "
+            h("code")("Cache-Control: public, max-age=5, must-revalidate"),
+            " lets a cache in front keep an answer 5 seconds, then revalidate it "
+            "with its ETag (a 304). HEAD answers wherever GET does; "
             "gzip is sent when Accept-Encoding allows it; CORS allows any origin.",
         ),
         _commands(
