@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Protocol
 
 from klein import Klein
@@ -229,18 +229,23 @@ class ReviewsAPI:
 
     @app.handle_errors(Exception)
     def _internal_error(self, request: Request, failure: Failure) -> bytes:
-        log.failure(
-            "Unhandled error answering {method} {path}",
-            failure,
-            method=request.method.decode("latin-1"),
-            path=_path(request),
-        )
-        return json_error(
-            request,
-            500,
-            "internal_error",
-            "The server failed to answer this request; it has been logged.",
-        )
+        return internal_error(request, failure)
+
+
+def internal_error(request: Request, failure: Failure) -> bytes:
+    """A fault of ours: logged, and answered as JSON without a traceback."""
+    log.failure(
+        "Unhandled error answering {method} {path}",
+        failure,
+        method=request.method.decode("latin-1"),
+        path=_path(request),
+    )
+    return json_error(
+        request,
+        500,
+        "internal_error",
+        "The server failed to answer this request; it has been logged.",
+    )
 
 
 def _method_error(request: Request, allowed: str) -> bytes:
@@ -291,26 +296,21 @@ class Front(Resource):
         The computed GET routes, called without Klein's routing, which
         would cost about 40% of their throughput; C{None} for the rest.
         """
+        day = path[len(_SINCE_PREFIX) :]
+        route: Callable[[], bytes | Deferred[bytes]]
         if path == SEARCH_PATH:
-            answer: bytes | Deferred[bytes] = self._routes.search(request)
-        elif path.startswith(_SINCE_PREFIX) and "/" not in path[len(_SINCE_PREFIX) :]:
-            day = path[len(_SINCE_PREFIX) :]
-            if "%" in day:
-                return None  # percent-escapes: Klein decodes them
-            answer = self._routes.since(request, day)
+            route = partial(self._routes.search, request)
+        elif path.startswith(_SINCE_PREFIX) and "/" not in day and "%" not in day:
+            # (percent-escapes go to Klein, which decodes them)
+            route = partial(self._routes.since, request, day)
         else:
             return None
+        try:
+            answer = route()
+        except Exception:
+            return internal_error(request, Failure())
         if isinstance(answer, bytes):
             return answer
-
-        def failed(failure: Failure) -> bytes:
-            log.failure("Unhandled error answering {path}", failure, path=path)
-            return json_error(
-                request,
-                500,
-                "internal_error",
-                "The server failed to answer this request; it has been logged.",
-            )
 
         gone: list[Failure] = []
         request.notifyFinish().addErrback(gone.append)
@@ -320,7 +320,8 @@ class Front(Resource):
                 request.write(body)
                 request.finish()
 
-        answer.addErrback(failed).addCallback(send)
+        answer.addErrback(lambda failure: internal_error(request, failure))
+        answer.addCallback(send)
         return NOT_DONE_YET
 
     def render(self, request: Request) -> bytes | int:

@@ -18,6 +18,7 @@ from twisted.web.test.requesthelper import DummyRequest
 
 from reviewsd.http import CACHE_CONTROL, accepts_gzip, make_site, serve_document
 from reviewsd.loading import DEMO_DATA
+from reviewsd.snapshot import Snapshot
 from tests.support import Holder, snapshot_of
 
 URL = "http://reviews.example.com"
@@ -255,6 +256,19 @@ class DocumentHTTPTests(SynchronousTestCase):
         policy = answer.header("Cache-Control") or ""
         self.assertEqual(policy.encode(), CACHE_CONTROL)
         self.assertIn(policy, self.request("GET", "/developers").body.decode())
+
+    def test_a_fault_is_a_json_500(self) -> None:
+        """A fault in a computed route is logged, and answered as JSON."""
+
+        def broken(snapshot: Snapshot, query: object) -> bytes:
+            raise RuntimeError("the index is broken")
+
+        self.patch(Snapshot, "search", broken)
+        answer = self.request("GET", "/api/reviews/search?rating=5")
+        self.assertEqual(answer.code, 500)
+        self.assertEqual(answer.header("Content-Type"), "application/json")
+        self.assertEqual(json.loads(answer.body)["error"], "internal_error")
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
 
     def test_cors_preflight(self) -> None:
         answer = self.request(
