@@ -58,10 +58,12 @@ class Records:
 
     @ivar offsets: where record M{p} starts; it ends one byte (a comma, or
         the closing bracket) before C{offsets[p + 1]}.
+    @ivar head: the business and its aggregate rating, as one JSON object.
     """
 
     body: bytes
     offsets: array[int]
+    head: bytes
 
     def record(self, position: int) -> bytes:
         return self.body[self.offsets[position] : self.offsets[position + 1] - 1]
@@ -85,7 +87,7 @@ def render_reviews(dataset: Dataset) -> Records:
     offsets = array("q", [len(prefix)])
     for part in parts:
         offsets.append(offsets[-1] + len(part) + 1)
-    return Records(body=prefix + b",".join(parts) + b"]}", offsets=offsets)
+    return Records(body=prefix + b",".join(parts) + b"]}", offsets=offsets, head=head)
 
 
 def _timestamp(day: datetime.date) -> str:

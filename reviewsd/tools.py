@@ -150,10 +150,7 @@ class Tool:
 
 
 def _business(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
-    records = snapshot.records
-    # the /reviews.json head: {"business":...,"aggregate_rating":...
-    head = records.body[: records.offsets[0]].rsplit(b',"reviews":[', 1)[0]
-    return head + b"}"
+    return snapshot.records.head
 
 
 def _search(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
