@@ -232,7 +232,6 @@ def _insights(
     insights = dict(derive_insights(dataset, matcher, cache, generated_at=""))
     if dataset.insights_overlay:
         insights = apply_overlay(insights, dataset.insights_overlay)
-    insights["generated_at"] = ""
     canonical = to_json(insights)
     fingerprint = hashlib.sha256(canonical).digest()
     generated_at = _rfc3339(modified)
