@@ -135,7 +135,13 @@ from reviewsd.insights.sentiment import (
     VADER_VERSION,
     label,
 )
-from reviewsd.insights.temporal import TREND_RULE, MonthTally, monthly, trend
+from reviewsd.insights.temporal import (
+    TREND_RULE,
+    MonthTally,
+    month_key,
+    monthly,
+    trend,
+)
 from reviewsd.mentions import Matcher
 from reviewsd.model import Business, Dataset
 
@@ -402,7 +408,7 @@ def _derive(
         rating = review.rating
         ids.append(review.id)
         ratings.append(rating)
-        month = review.date.year * 12 + review.date.month - 1
+        month = month_key(review.date)
         tally = months.get(month)
         if tally is None:
             tally = months[month] = MonthTally()
