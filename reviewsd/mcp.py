@@ -47,7 +47,6 @@ class Session:
     protocol_version: str
     client: str
     last_seen: float
-    initialized: bool = False
 
 
 class Sessions:
@@ -320,9 +319,8 @@ class MCPResource(Resource):
                 request_id,
             )
         if "id" not in message or method is None:
-            # a notification, or a response to a request we never send
-            if method == "notifications/initialized":
-                session.initialized = True
+            # a notification (notifications/initialized among them), or a
+            # response to a request this server never sends: nothing to do
             return None
         return self._dispatch(request_id, method, message.get("params"))
 
