@@ -323,6 +323,12 @@ class Options(usage.Options):
     _failed = False
     _repeatable = ("mcp-allowed-origin",)
 
+    @classmethod
+    def config_keys(cls) -> list[str]:
+        """Every option a configuration file may set: all but C{config}."""
+        names = [name for name, *_ in cls.optParameters if name != "config"]
+        return names + list(cls._repeatable) + [name for name, *_ in cls.optFlags]
+
     def __init__(self) -> None:
         super().__init__()
         self["mcp-allowed-origin"] = []
@@ -362,10 +368,8 @@ class Options(usage.Options):
             raise usage.UsageError(f"--config {path}: {e.strerror}") from None
         except tomllib.TOMLDecodeError as e:
             raise usage.UsageError(f"--config {path}: invalid TOML: {e}") from None
-        known = [name for name, *_ in self.optParameters if name != "config"]
-        known += self._repeatable
+        known = self.config_keys()
         flags = [name for name, *_ in self.optFlags]
-        known += flags
         for key, value in config.items():
             if key not in known:
                 close = difflib.get_close_matches(key, known, n=1)
@@ -488,10 +492,7 @@ def effective_configuration(options: Options) -> dict[str, Any]:
     never options.
     """
     shown: dict[str, Any] = {}
-    names = [name for name, *_ in Options.optParameters if name != "config"]
-    names += [name for name, *_ in Options.optFlags]
-    names += list(Options._repeatable)
-    for name in sorted(names):
+    for name in sorted(Options.config_keys()):
         value = options[name]
         if name == "callback-ca":
             path = getattr(options, "callback_ca_path", None)
