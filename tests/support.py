@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from treq.testing import StubTreq
+from twisted.internet.task import Clock
+from twisted.python.failure import Failure
 
 from reviewsd.http import make_site
 from reviewsd.links import Links
@@ -81,3 +83,44 @@ def snapshot_of(directory: Path, base: str = BASE) -> Snapshot:
 def stub_client(snapshot: Snapshot) -> StubTreq:
     """treq over the real resource tree, in memory."""
     return StubTreq(make_site(Holder(snapshot)).resource)
+
+
+class FakeReactor(Clock):
+    """
+    A clock whose thread pool runs work when told to: at once, or only when
+    the test calls L{run}, to see what happens while a reload is under way.
+    """
+
+    def __init__(self, immediate: bool = True) -> None:
+        super().__init__()
+        self.immediate = immediate
+        self.queued: list[tuple[Any, Any, tuple[Any, ...]]] = []
+        self.from_thread: list[Any] = []
+
+    def getThreadPool(self) -> FakeReactor:
+        return self
+
+    def callInThreadWithCallback(self, done: Any, work: Any, *args: Any) -> None:
+        self.queued.append((done, work, args))
+        if self.immediate:
+            self.run()
+
+    def run(self) -> int:
+        """Run what is queued now; work it queues waits for the next call."""
+        ran = 0
+        batch, self.queued = self.queued, []
+        for done, work, args in batch:
+            try:
+                result = work(*args)
+            except Exception:
+                done(False, Failure())
+            else:
+                done(True, result)
+            ran += 1
+            if self.immediate:
+                ran += self.run()
+        return ran
+
+    def callFromThread(self, f: Any, *args: Any) -> None:
+        self.from_thread.append(f)
+        f(*args)

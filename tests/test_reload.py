@@ -15,56 +15,14 @@ from typing import Any
 from twisted.internet import defer, reactor
 from twisted.internet.task import Clock, deferLater
 from twisted.logger import LogEvent, formatEvent, globalLogPublisher
-from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
 from reviewsd.links import Links
 from reviewsd.service import ReloadOnSignal, ReviewsData, load_snapshot
 from reviewsd.watching import DirectoryWatcher
-from tests.support import BASE, review, write_data
+from tests.support import BASE, FakeReactor, review, write_data
 
 TOPICS = {f"{BASE}/reviews.json", f"{BASE}/api/feed.json", f"{BASE}/feed.xml"}
-
-
-class FakeReactor(Clock):
-    """
-    A clock whose thread pool runs work when told to: at once, or only when
-    the test calls L{run}, to see what happens while a reload is under way.
-    """
-
-    def __init__(self, immediate: bool = True) -> None:
-        super().__init__()
-        self.immediate = immediate
-        self.queued: list[tuple[Any, Any, tuple[Any, ...]]] = []
-        self.from_thread: list[Any] = []
-
-    def getThreadPool(self) -> FakeReactor:
-        return self
-
-    def callInThreadWithCallback(self, done: Any, work: Any, *args: Any) -> None:
-        self.queued.append((done, work, args))
-        if self.immediate:
-            self.run()
-
-    def run(self) -> int:
-        """Run what is queued now; work it queues waits for the next call."""
-        ran = 0
-        batch, self.queued = self.queued, []
-        for done, work, args in batch:
-            try:
-                result = work(*args)
-            except Exception:
-                done(False, Failure())
-            else:
-                done(True, result)
-            ran += 1
-            if self.immediate:
-                ran += self.run()
-        return ran
-
-    def callFromThread(self, f: Any, *args: Any) -> None:
-        self.from_thread.append(f)
-        f(*args)
 
 
 def capture_logs(case: SynchronousTestCase) -> list[str]:

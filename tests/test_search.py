@@ -24,7 +24,7 @@ from reviewsd.loading import DEMO_DATA
 from reviewsd.model import Business, Review
 from reviewsd.search import SearchQuery
 from reviewsd.snapshot import SinceCache, Snapshot
-from tests.support import Holder, snapshot_of
+from tests.support import FakeReactor, Holder, snapshot_of
 
 DEMO = snapshot_of(DEMO_DATA)
 
@@ -226,22 +226,11 @@ class Answer:
         return None if values is None else values[-1].decode("latin-1")
 
 
-class _Threads:
-    """A reactor whose thread pool runs work at once, for synchronous tests."""
-
-    def getThreadPool(self) -> _Threads:
-        return self
-
-    def callInThreadWithCallback(self, done: Any, work: Any, *args: Any) -> None:
-        done(True, work(*args))
-
-    def callFromThread(self, f: Any, *args: Any) -> None:
-        f(*args)
-
-
 class SearchHTTPTests(SynchronousTestCase):
     def setUp(self) -> None:
-        self.agent = RequestTraversalAgent(make_site(Holder(DEMO), _Threads()).resource)
+        self.agent = RequestTraversalAgent(
+            make_site(Holder(DEMO), FakeReactor()).resource
+        )
 
     def get(self, path: str, **headers: str) -> Answer:
         response = self.successResultOf(
@@ -375,7 +364,9 @@ class SearchHTTPTests(SynchronousTestCase):
     def test_since_cached_per_date(self) -> None:
         """A repeated poll is answered from the cache: the same document."""
         snapshot = snapshot_of(DEMO_DATA)
-        agent = RequestTraversalAgent(make_site(Holder(snapshot), _Threads()).resource)
+        agent = RequestTraversalAgent(
+            make_site(Holder(snapshot), FakeReactor()).resource
+        )
         for _ in range(2):
             self.successResultOf(
                 agent.request(b"GET", b"http://x/api/reviews/since/2024-06-01")
@@ -386,7 +377,9 @@ class SearchHTTPTests(SynchronousTestCase):
 
     def test_large_since_is_rendered_in_a_thread(self) -> None:
         snapshot = snapshot_of(write_synthetic(Path(self.mktemp()), 2500, seed=4))
-        agent = RequestTraversalAgent(make_site(Holder(snapshot), _Threads()).resource)
+        agent = RequestTraversalAgent(
+            make_site(Holder(snapshot), FakeReactor()).resource
+        )
         response = self.successResultOf(
             agent.request(b"GET", b"http://x/api/reviews/since/1990-01-01")
         )
