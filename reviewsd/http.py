@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache, partial
-from typing import Any, Protocol
+from typing import Any
 
 from klein import Klein
 from twisted.internet.defer import Deferred
@@ -27,16 +27,9 @@ from reviewsd.lifecycle import InFlight
 from reviewsd.links import HUB_PATH, MCP_PATH, SEARCH_PATH, SINCE_PATH
 from reviewsd.pages import HOME_PATH, prefers_json
 from reviewsd.search import InvalidParameters, SearchQuery, date_parameter
-from reviewsd.snapshot import Document, Snapshot
+from reviewsd.snapshot import Document, SnapshotSource
 
 log = Logger()
-
-
-class SnapshotSource(Protocol):
-    """Whatever holds the snapshot that requests are answered from."""
-
-    @property
-    def snapshot(self) -> Snapshot: ...
 
 
 CACHE_CONTROL = b"public, max-age=5, must-revalidate"

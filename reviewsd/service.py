@@ -17,12 +17,11 @@ from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from reviewsd.http import SnapshotSource
 from reviewsd.insights import ReviewCache
 from reviewsd.insights.gcpause import paused
 from reviewsd.links import Links
 from reviewsd.loading import DataError, load_dataset
-from reviewsd.snapshot import Snapshot, build_snapshot
+from reviewsd.snapshot import Snapshot, SnapshotSource, build_snapshot
 
 log = Logger()
 

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import date, datetime, timezone
 from email.utils import formatdate
-from typing import Any
+from typing import Any, Protocol
 
 from attrs import field, frozen
 
@@ -205,6 +205,13 @@ class Snapshot:
             self.records.run(0, count),
         )
         return Document.build(body, JSON, self.documents[REVIEWS_PATH].last_modified)
+
+
+class SnapshotSource(Protocol):
+    """Whatever holds the current snapshot: requests and tools read it there."""
+
+    @property
+    def snapshot(self) -> Snapshot: ...
 
 
 def _rfc3339(seconds: float) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
@@ -32,12 +32,7 @@ from reviewsd.search import (
 )
 
 if TYPE_CHECKING:  # the snapshot renders the tool list into /developers
-    from reviewsd.snapshot import Snapshot
-
-
-class SnapshotSource(Protocol):
-    @property
-    def snapshot(self) -> Snapshot: ...
+    from reviewsd.snapshot import Snapshot, SnapshotSource
 
 
 class ToolCallError(Exception):

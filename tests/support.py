@@ -70,7 +70,7 @@ def write_data(
 
 
 class Holder:
-    """The smallest L{reviewsd.http.SnapshotSource}."""
+    """The smallest L{reviewsd.snapshot.SnapshotSource}."""
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
