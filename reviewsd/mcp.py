@@ -24,6 +24,7 @@ from twisted.web.server import Request
 
 from reviewsd import __version__
 from reviewsd.documents import to_json
+from reviewsd.negotiation import accepts_all
 from reviewsd.tools import ToolCallError, Tools
 
 log = Logger()
@@ -125,28 +126,6 @@ def _error(request_id: Any, code: int, message: str, data: Any = None) -> bytes:
     if data is not None:
         error["data"] = data
     return to_json({"jsonrpc": "2.0", "id": request_id, "error": error})
-
-
-def _accepts(accept: bytes | None) -> bool:
-    """Whether C{Accept} admits both JSON and an event stream (wildcards count)."""
-    if not accept:
-        return False
-    ranges = set()
-    for part in accept.decode("latin-1").split(","):
-        media, _, params = part.partition(";")
-        q = 1.0
-        for param in params.split(";"):
-            name, _, value = param.partition("=")
-            if name.strip().lower() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        if q > 0:
-            ranges.add(media.strip().lower())
-    return bool({"application/json", "application/*", "*/*"} & ranges) and bool(
-        {"text/event-stream", "text/*", "*/*"} & ranges
-    )
 
 
 def _origin(url: str) -> str:
@@ -286,7 +265,9 @@ class MCPResource(Resource):
         self._check_origin(request)
         if getattr(request, "too_large", False):
             raise _Refusal(413, INVALID_REQUEST, "The request body is too large.")
-        if not _accepts(request.getHeader(b"accept")):
+        if not accepts_all(
+            request.getHeader(b"accept"), "application/json", "text/event-stream"
+        ):
             raise _Refusal(
                 406,
                 INVALID_REQUEST,

@@ -192,6 +192,7 @@ class TransportTests(MCPTestCase):
             "text/html",
             None,
             "application/json, text/event-stream;q=0",
+            "application/json;q=0, */*",
         ):
             reply = self.http("POST", message, Accept=accept)  # type: ignore[arg-type]
             self.assertEqual(reply.code, 406, accept)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from importlib.resources import files
 
+from reviewsd.negotiation import prefers_json
 from reviewsd.pages.developers import render_developers
 from reviewsd.pages.home import render_home
 from reviewsd.pages.markup import DEVELOPERS_PATH, HOME_PATH, STYLESHEET_PATH
-from reviewsd.pages.negotiation import prefers_json
 
 STYLESHEET: bytes = files(__name__).joinpath("style.css").read_bytes()
 """The one stylesheet, served at L{STYLESHEET_PATH} as C{text/css}."""

@@ -1,9 +1,10 @@
 """
-Whether a request for C{/} would rather have the dataset than the page.
+Reading C{Accept} (RFC 9110 12.5.1): how much a client wants a media type.
 
-Only a client that ranks C{application/json} above C{text/html} gets the
-JSON: a browser (C{text/html,...,*/*;q=0.8}) and curl (C{*/*}) get the page,
-and ties go to the page, which links every JSON document.
+For C{/}, only a client that ranks C{application/json} above C{text/html}
+gets the JSON: a browser (C{text/html,...,*/*;q=0.8}) and curl (C{*/*}) get
+the page, and ties go to the page, which links every JSON document. For
+C{/mcp}, a client must accept both JSON and an event stream.
 """
 
 from __future__ import annotations
@@ -54,3 +55,14 @@ def prefers_json(accept: bytes | None) -> bool:
         return False
     ranges = _ranges(accept.decode("latin-1"))
     return _quality(ranges, _JSON) > _quality(ranges, _HTML)
+
+
+def accepts_all(accept: bytes | None, *media_types: str) -> bool:
+    """True when C{Accept} gives every one of C{media_types} a quality above 0."""
+    if not accept:
+        return False
+    ranges = _ranges(accept.decode("latin-1"))
+    return all(
+        _quality(ranges, (kind, sub)) > 0
+        for kind, _, sub in (media.partition("/") for media in media_types)
+    )
