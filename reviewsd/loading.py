@@ -8,12 +8,15 @@ file, the record (index and id) and the field.
 
 from __future__ import annotations
 
+import codecs
+import hashlib
 import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 from attrs import frozen
 
 from reviewsd.insights import InsightsOverlayError, check_overlay
@@ -140,36 +143,68 @@ def _decode(path: Path, text: str, *, line_offset: int = 0) -> Any:
         raise DataError(path, f"invalid JSON: {e}") from None
 
 
-def _read_text(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, checked to be UTF-8, without a byte order mark."""
     try:
         data = path.read_bytes()
     except OSError as e:
         raise DataError(path, f"cannot be read: {e.strerror}") from None
     try:
-        return data.decode("utf-8-sig")
+        data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise DataError(
             path, f"is not UTF-8 (byte offset {e.start})", line=line
         ) from None
+    return data.removeprefix(codecs.BOM_UTF8)
 
 
-def _records(path: Path) -> Iterator[tuple[int | None, Any]]:
-    """(line, value) for each record: the line is known only for JSONL."""
-    text = _read_text(path)
+def _read_text(path: Path) -> str:
+    return _read_bytes(path).decode("utf-8")
+
+
+def _parse(path: Path, raw: bytes, *, line_offset: int = 0) -> Any:
+    """
+    One JSON value, by orjson; what orjson refuses goes to L{_decode}, for
+    its message or for a value the checks will name (a lone surrogate).
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _decode(path, raw.decode("utf-8"), line_offset=line_offset)
+
+
+def _digest(raw: bytes) -> bytes:
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def _records(path: Path) -> Iterator[tuple[int | None, bytes | None, Any]]:
+    """
+    (line, key, value) for each record: the line is known only for JSONL;
+    the key is a digest of the record's bytes, and C{value} is the raw bytes
+    of a JSONL line, still to be parsed, or an array item's parsed value.
+    """
+    data = _read_bytes(path)
     if path.name == REVIEWS_LINES:
-        for number, line in enumerate(text.splitlines(), start=1):
+        # split on LF only: U+2028 and friends may sit inside JSON strings
+        for number, line in enumerate(data.split(b"\n"), start=1):
             if line.strip():
-                yield number, _decode(path, line, line_offset=number - 1)
+                yield number, _digest(line), line
         return
-    value = _decode(path, text)
+    value = _parse(path, data)
     if not isinstance(value, list):
         raise DataError(path, "must hold a JSON array of review objects")
     for item in value:
-        yield None, item
+        try:
+            key: bytes | None = _digest(orjson.dumps(item))
+        except TypeError:
+            key = None  # what orjson cannot write is checked, and refused
+        yield None, key, item
 
 
 def _review(path: Path, index: int, line: int | None, value: Any) -> Review:
+    if isinstance(value, bytes):
+        value = _parse(path, value, line_offset=(line or 1) - 1)
     try:
         return review_from_json(value)
     except InvalidField as e:
@@ -184,51 +219,74 @@ def _review(path: Path, index: int, line: int | None, value: Any) -> Review:
         ) from None
 
 
-def load_dataset(directory: Path) -> tuple[Sources, Dataset]:
+class Reader:
     """
-    Read and check a whole data directory.
-
-    Unverified reviews are checked like the others (a broken record is
-    broken whether or not it is shown) but never published.
+    Reads data directories, remembering the review records of its last
+    successful reading by a digest of their bytes: a record read again
+    unchanged is neither parsed nor checked again, and is the same
+    L{Review} object, so a reload costs what changed.
     """
-    sources = find_sources(directory)
-    try:
-        business = business_from_json(
-            _decode(sources.business, _read_text(sources.business))
-        )
-    except InvalidField as e:
-        raise DataError(sources.business, e.message, field=e.field) from None
 
-    published: list[Review] = []
-    first_seen: dict[str, int] = {}
-    unpublished = 0
-    for index, (line, value) in enumerate(_records(sources.reviews)):
-        review = _review(sources.reviews, index, line, value)
-        if review.id in first_seen:
-            raise DataError(
-                sources.reviews,
-                f"repeats the id of record [{first_seen[review.id]}]",
-                line=line,
-                record=index,
-                record_id=review.id,
-                field="id",
-            )
-        first_seen[review.id] = index
-        if review.verified:
-            published.append(review)
-        else:
-            unpublished += 1
-    overlay = None
-    if sources.insights is not None:
+    def __init__(self) -> None:
+        self._known: dict[bytes, Review] = {}
+
+    def read(self, directory: Path) -> tuple[Sources, Dataset]:
+        """
+        Read and check a whole data directory.
+
+        Unverified reviews are checked like the others (a broken record is
+        broken whether or not it is shown) but never published.
+        """
+        sources = find_sources(directory)
         try:
-            overlay = check_overlay(
-                _decode(sources.insights, _read_text(sources.insights))
+            business = business_from_json(
+                _decode(sources.business, _read_text(sources.business))
             )
-        except InsightsOverlayError as e:
-            raise DataError(sources.insights, e.message, field=e.field) from None
-    return sources, Dataset(
-        business=business,
-        reviews=newest_first(published),
-        unpublished=unpublished,
-        insights_overlay=overlay,
-    )
+        except InvalidField as e:
+            raise DataError(sources.business, e.message, field=e.field) from None
+
+        known, seen = self._known, {}
+        published: list[Review] = []
+        first_seen: dict[str, int] = {}
+        unpublished = 0
+        path = sources.reviews
+        for index, (line, key, value) in enumerate(_records(path)):
+            review = None if key is None else known.get(key)
+            if review is None:
+                review = _review(path, index, line, value)
+            if key is not None:
+                seen[key] = review
+            if review.id in first_seen:
+                raise DataError(
+                    path,
+                    f"repeats the id of record [{first_seen[review.id]}]",
+                    line=line,
+                    record=index,
+                    record_id=review.id,
+                    field="id",
+                )
+            first_seen[review.id] = index
+            if review.verified:
+                published.append(review)
+            else:
+                unpublished += 1
+        overlay = None
+        if sources.insights is not None:
+            try:
+                overlay = check_overlay(
+                    _decode(sources.insights, _read_text(sources.insights))
+                )
+            except InsightsOverlayError as e:
+                raise DataError(sources.insights, e.message, field=e.field) from None
+        self._known = seen  # only now: a refused reading keeps the last one's
+        return sources, Dataset(
+            business=business,
+            reviews=newest_first(published),
+            unpublished=unpublished,
+            insights_overlay=overlay,
+        )
+
+
+def load_dataset(directory: Path) -> tuple[Sources, Dataset]:
+    """Read and check a whole data directory, once."""
+    return Reader().read(directory)

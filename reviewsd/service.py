@@ -20,7 +20,7 @@ from twisted.python.failure import Failure
 from reviewsd.insights import ReviewCache
 from reviewsd.insights.gcpause import paused
 from reviewsd.links import Links
-from reviewsd.loading import DataError, load_dataset
+from reviewsd.loading import DataError, Reader
 from reviewsd.snapshot import Snapshot, SnapshotSource, build_snapshot
 
 log = Logger()
@@ -31,15 +31,19 @@ def load_snapshot(
     links: Links,
     previous: Snapshot | None = None,
     cache: ReviewCache | None = None,
+    reader: Reader | None = None,
 ) -> Snapshot:
     """
     Read, check, analyse and render a data directory: blocking work that
     belongs in a worker thread, or before the reactor runs.
 
+    @param reader: the reader of earlier loads, which re-reads only the
+        records that changed.
+
     @raise reviewsd.loading.DataError: the directory cannot be published.
     """
     with paused():  # millions of small objects: cyclic GC would cost more
-        sources, dataset = load_dataset(directory)
+        sources, dataset = (reader or Reader()).read(directory)
         return build_snapshot(dataset, links, sources.last_modified(), previous, cache)
 
 
@@ -74,10 +78,14 @@ def save_cache(cache: ReviewCache) -> None:
 
 
 def _load_and_keep(
-    directory: Path, links: Links, previous: Snapshot, cache: ReviewCache | None
+    directory: Path,
+    links: Links,
+    previous: Snapshot,
+    cache: ReviewCache | None,
+    reader: Reader,
 ) -> Snapshot:
     """A reload's blocking part: the new snapshot, and the cache saved."""
-    snapshot = load_snapshot(directory, links, previous, cache)
+    snapshot = load_snapshot(directory, links, previous, cache, reader)
     if cache is not None:
         save_cache(cache)
     return snapshot
@@ -111,6 +119,7 @@ class ReviewsData(Service):
         snapshot: Snapshot,
         reactor: Any = None,
         cache: ReviewCache | None = None,
+        reader: Reader | None = None,
     ) -> None:
         if reactor is None:
             from twisted.internet import reactor
@@ -118,6 +127,7 @@ class ReviewsData(Service):
         self.snapshot = snapshot
         self._reactor = reactor
         self._cache = cache
+        self._reader = Reader() if reader is None else reader
         self._running: Deferred[None] | None = None
         self._waiting: list[Deferred[bool]] = []
         self.publish: Callable[[str], object] = lambda topic: None
@@ -172,6 +182,7 @@ class ReviewsData(Service):
             self.snapshot.links,
             self.snapshot,
             self._cache,
+            self._reader,
         )
         # set before the callbacks, which may run at once and clear it
         self._running = work

@@ -28,7 +28,7 @@ from reviewsd.http import IDLE_TIMEOUT, RECEIVE_TIMEOUT, make_side_site, make_si
 from reviewsd.insights import ReviewCache
 from reviewsd.lifecycle import InOrder, Listener
 from reviewsd.links import HUB_PATH, MCP_PATH, Links
-from reviewsd.loading import DEMO_DATA, DataError
+from reviewsd.loading import DEMO_DATA, DataError, Reader
 from reviewsd.logs import log_access
 from reviewsd.mcp import MCPResource, Sessions
 from reviewsd.metrics import METRICS_PATH, Metrics
@@ -528,8 +528,9 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
         ) from None
     links = Links(options["base-url"])
     cache = ReviewCache(options["state-dir"] / "insights-cache.sqlite3")
+    reader = Reader()  # kept, so that a reload re-reads only what changed
     try:
-        snapshot = load_snapshot(options["data"], links, cache=cache)
+        snapshot = load_snapshot(options["data"], links, cache=cache, reader=reader)
     except DataError as e:
         raise SystemExit(f"reviewsd: cannot publish the data: {e}") from None
     save_cache(cache)
@@ -540,7 +541,7 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
     # children stop one at a time, last first: the notifier, the listeners
     # (which let requests finish), then the hub and the data they use
     top = InOrder()
-    data = ReviewsData(options["data"], snapshot, reactor, cache)
+    data = ReviewsData(options["data"], snapshot, reactor, cache, reader)
     data.notify = notify  # RELOADING=1 and READY=1 around each reload
     data.setServiceParent(top)
     watcher = DirectoryWatcher(options["data"], data.reload, clock)

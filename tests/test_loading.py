@@ -11,7 +11,7 @@ from pathlib import Path
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from reviewsd.loading import DEMO_DATA, DataError, load_dataset
+from reviewsd.loading import DEMO_DATA, DataError, Reader, load_dataset
 from tests.support import BUSINESS, review, write_data
 
 
@@ -310,3 +310,56 @@ class DemoDataTests(SynchronousTestCase):
         texts = " ".join(r.text or "" for r in reviews).lower()
         for topic in ("on time", "price", "clean", "call", "leak"):
             self.assertIn(topic, texts)
+
+
+class ReaderTests(SynchronousTestCase):
+    """A reader re-reads only the records whose bytes changed."""
+
+    def setUp(self) -> None:
+        self.dir = Path(self.mktemp())
+
+    def test_unchanged_records_are_kept(self) -> None:
+        for lines in (False, True):
+            reader = Reader()
+            write_data(self.dir, [review(n) for n in range(3)], lines=lines)
+            first = {r.id: r for r in reader.read(self.dir)[1].reviews}
+            write_data(
+                self.dir,
+                [review(0), review(1, text="Changed."), review(2), review(3)],
+                lines=lines,
+            )
+            second = {r.id: r for r in reader.read(self.dir)[1].reviews}
+            self.assertIs(second["r0000"], first["r0000"])
+            self.assertIs(second["r0002"], first["r0002"])
+            self.assertEqual(second["r0001"].text, "Changed.")
+            self.assertIn("r0003", second)
+            for name in ("reviews.json", "reviews.jsonl"):
+                (self.dir / name).unlink(missing_ok=True)
+
+    def test_refused_reading_changes_nothing(self) -> None:
+        """
+        A broken file is refused whole, even where its other records were
+        read before; fixed, its records are the earlier reading's again.
+        """
+        reader = Reader()
+        write_data(self.dir, [review(0), review(1)], lines=True)
+        first = reader.read(self.dir)[1].reviews
+        write_data(self.dir, [review(0), review(1), review(0)], lines=True)
+        error = self.assertRaises(DataError, reader.read, self.dir)
+        self.assertIn("repeats the id of record [0]", str(error))
+        write_data(self.dir, [review(0), review(1), review(2, rating=9)], lines=True)
+        error = self.assertRaises(DataError, reader.read, self.dir)
+        self.assertIn("line 3", str(error))
+        write_data(self.dir, [review(0), review(1)], lines=True)
+        again = reader.read(self.dir)[1].reviews
+        self.assertEqual([r is s for r, s in zip(again, first)], [True, True])
+
+    def test_line_separator_inside_a_string(self) -> None:
+        """JSONL records end at LF only: U+2028 may sit inside a text."""
+        write_data(self.dir, [review(0)], lines=True)
+        record = json.dumps(
+            review(0, text="one\u2028two\u2029three"), ensure_ascii=False
+        )
+        (self.dir / "reviews.jsonl").write_text(record + "\n", encoding="utf-8")
+        [loaded] = load_dataset(self.dir)[1].reviews
+        self.assertEqual(loaded.text, "one\u2028two\u2029three")
