@@ -90,7 +90,8 @@ def main() -> None:
     loaded = time.perf_counter() - start
     matcher = Matcher(dataset.business)
     start = time.perf_counter()
-    mentions = [matcher.find(r.text) for r in dataset.reviews]
+    found = [matcher.find(r.text) for r in dataset.reviews]
+    mentions = [(f.technicians, f.services, f.areas) for f in found]
     matched = time.perf_counter() - start
     start = time.perf_counter()
     SearchIndex(dataset.reviews, mentions, matcher)

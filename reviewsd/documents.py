@@ -12,7 +12,9 @@ import json
 import re
 import uuid
 from array import array
+from collections import Counter
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -44,10 +46,10 @@ def to_json(value: Any) -> bytes:
 
 def aggregate_rating(reviews: Sequence[Review]) -> dict[str, Any]:
     """The aggregate, shaped like schema.org's AggregateRating."""
-    distribution = {str(stars): 0 for stars in range(1, 6)}
-    for review in reviews:
-        distribution[str(review.rating)] += 1
-    total = sum(review.rating for review in reviews)
+    ratings = list(map(attrgetter("rating"), reviews))
+    counts = Counter(ratings)
+    distribution = {str(stars): counts[stars] for stars in range(1, 6)}
+    total = sum(ratings)
     return {
         "rating_value": round(total / len(reviews), 2) if reviews else None,
         "review_count": len(reviews),
@@ -82,14 +84,33 @@ class Records:
         return self.body[self.offsets[start] : self.offsets[stop] - 1]
 
 
-def render_reviews(dataset: Dataset) -> Records:
+def render_reviews(
+    dataset: Dataset,
+    previous: Records | None = None,
+    previous_reviews: Sequence[Review] = (),
+    origin: Sequence[int] = (),
+) -> Records:
+    """
+    The C{/reviews.json} body and its records; with the C{previous} records
+    of C{previous_reviews} and each review's C{origin} there (the position
+    of its id, or -1), a record of the same review object is cut from there
+    instead of being written again.
+    """
     head = to_json(
         {
             "business": dataset.business.metadata,
             "aggregate_rating": aggregate_rating(dataset.reviews),
         }
     )
-    parts = [to_json(review.as_record()) for review in dataset.reviews]
+    if previous is None:
+        parts = [to_json(review.as_record()) for review in dataset.reviews]
+    else:
+        parts = [
+            previous.record(before)
+            if before >= 0 and previous_reviews[before] is review
+            else to_json(review.as_record())
+            for review, before in zip(dataset.reviews, origin, strict=True)
+        ]
     prefix = head[:-1] + b',"reviews":['
     offsets = array("q", [len(prefix)])
     for part in parts:

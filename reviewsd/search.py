@@ -13,10 +13,11 @@ from __future__ import annotations
 import heapq
 import math
 import re
+import sys
 import unicodedata
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import date
 from itertools import compress, islice, repeat
 from operator import contains
@@ -24,7 +25,7 @@ from typing import Any
 
 from attrs import frozen
 
-from reviewsd.mentions import Found, Matcher
+from reviewsd.mentions import Matcher
 from reviewsd.model import Review
 
 LIMIT_DEFAULT = 20
@@ -271,19 +272,57 @@ class _Words:
     """
     Which reviews hold which words, to narrow a text query before testing
     it: the query's words must appear inside words of a matching review.
+
+    Postings hold ordinals counted from the oldest review (ordinal M{o} is
+    position M{size - 1 - o}): adding newer reviews leaves every older
+    review's ordinal as it was, so the index of the next snapshot shares
+    the lists of the words it did not add to.
+
+    @param terms: each review's distinct words, by position.
+    @param previous: the words of the snapshot before; the longest run of
+        oldest reviews whose terms are the same objects there is not
+        indexed again.
     """
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(
+        self, terms: Sequence[tuple[str, ...]], previous: _Words | None = None
+    ) -> None:
+        size = len(terms)
+        keep = 0
+        if previous is not None:
+            earlier, limit = previous._terms, min(size, len(previous._terms))
+            while keep < limit and terms[-1 - keep] is earlier[-1 - keep]:
+                keep += 1
         postings: dict[str, list[int]] = {}
-        for position, text in enumerate(texts):
-            for word in set(_WORD.findall(text)):
-                postings.setdefault(word, []).append(position)
+        owned: set[str] = set()  # lists made here, which may be appended to
+        if keep:
+            for word, ordinals in previous._postings.items():  # type: ignore[union-attr]
+                if ordinals[-1] < keep:
+                    postings[word] = ordinals  # shared: never changed again
+                else:
+                    cut = bisect_left(ordinals, keep)
+                    if cut:
+                        postings[word] = ordinals[:cut]
+                        owned.add(word)
+        get = postings.get
+        for ordinal in range(keep, size):
+            for word in terms[-1 - ordinal]:
+                found = get(word)
+                if found is None:
+                    postings[word] = [ordinal]
+                    owned.add(word)
+                elif word in owned:
+                    found.append(ordinal)
+                else:
+                    postings[word] = [*found, ordinal]
+                    owned.add(word)
+        self._terms = terms
         self._postings = postings
-        self._size = len(texts)
+        self._size = size
 
     def candidates(self, needle: str) -> Sequence[int] | None:
         """
-        Sorted positions that may hold C{needle}, or C{None} when the query
+        Sorted ordinals that may hold C{needle}, or C{None} when the query
         is too broad for the word index to narrow it.
 
         A query word with non-word characters on both sides is a whole word
@@ -311,16 +350,34 @@ class _Words:
         return best
 
 
+Named = tuple[Collection[str], Collection[str], Collection[str]]
+"""What a review mentions: technician names, service ids, place names."""
+
+
+def _terms(text: str) -> tuple[str, ...]:
+    # one string object per distinct word, however many reviews hold it
+    return tuple(map(sys.intern, set(_WORD.findall(text))))
+
+
 class SearchIndex:
     """
     Built once per snapshot, off the reactor thread; read-only afterwards.
 
     @param mentions: what each review mentions, position for position, from
         L{reviewsd.mentions.Matcher} or the insights' per-review analysis.
+    @param previous: the index of the snapshot before, with C{origin}: for
+        each review, the position of its id there (-1 for a new id); the
+        casefolded text and words of a text seen there are taken from there,
+        not made again.
     """
 
     def __init__(
-        self, reviews: Sequence[Review], mentions: Sequence[Found], matcher: Matcher
+        self,
+        reviews: Sequence[Review],
+        mentions: Sequence[Named],
+        matcher: Matcher,
+        previous: SearchIndex | None = None,
+        origin: Sequence[int] = (),
     ) -> None:
         self.matcher = matcher
         self.size = len(reviews)
@@ -332,17 +389,30 @@ class SearchIndex:
         self._postings: dict[tuple[str, str], array[int]] = {}
         self._bits: dict[tuple[str, str], int] = {}
         self._masks: list[int] = []
-        for position, (review, found) in enumerate(zip(reviews, mentions, strict=True)):
+        for position, (review, (technicians, services, _)) in enumerate(
+            zip(reviews, mentions, strict=True)
+        ):
             self._by_rating[review.rating].append(position)
             mask = 0
-            for key in [("technician", n) for n in found.technicians] + [
-                ("service", i) for i in found.services
+            for key in [("technician", n) for n in technicians] + [
+                ("service", i) for i in services
             ]:
                 self._postings.setdefault(key, array("l")).append(position)
                 mask |= self._bits.setdefault(key, 1 << len(self._bits))
             self._masks.append(mask)
-        self._texts = [fold_text(r.text) if r.text else "" for r in reviews]
-        self._words = _Words(self._texts)
+        self._reviews = reviews
+        self._texts: list[str] = []
+        terms: list[tuple[str, ...]] = []
+        for position, review in enumerate(reviews):
+            before = origin[position] if previous is not None else -1
+            if before >= 0 and previous._reviews[before].text == review.text:  # type: ignore[union-attr]
+                self._texts.append(previous._texts[before])  # type: ignore[union-attr]
+                terms.append(previous._words._terms[before])  # type: ignore[union-attr]
+            else:
+                text = fold_text(review.text) if review.text else ""
+                self._texts.append(text)
+                terms.append(_terms(text))
+        self._words = _Words(terms, None if previous is None else previous._words)
 
     def window(self, since: date | None, until: date | None) -> tuple[int, int]:
         """Positions C{[start, stop)} of reviews dated within the bounds."""
@@ -425,8 +495,12 @@ class SearchIndex:
                     map(contains, islice(texts, start, stop), repeat(needle)),
                 )
             )
-        window = narrowed[bisect_left(narrowed, start) : bisect_left(narrowed, stop)]
-        return [p for p in window if needle in texts[p]]
+        # positions [start, stop) are ordinals [size - stop, size - start)
+        size, last = self.size, self.size - 1
+        window = narrowed[
+            bisect_left(narrowed, size - stop) : bisect_left(narrowed, size - start)
+        ]
+        return [last - o for o in reversed(window) if needle in texts[last - o]]
 
     def _by_ratings(
         self, low: int, high: int, start: int, stop: int, limit: int

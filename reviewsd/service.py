@@ -4,6 +4,7 @@ The service that owns the current snapshot.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import signal
 import sqlite3
@@ -47,16 +48,31 @@ def load_snapshot(
         return build_snapshot(dataset, links, sources.last_modified(), previous, cache)
 
 
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_trim = _malloc_trim()
+
+
 def settle_memory() -> None:
     """
-    Move everything alive now out of the cyclic collector's sight.
+    Move everything alive now out of the cyclic collector's sight, and give
+    what the last build freed back to the system.
 
     A snapshot is millions of objects without reference cycles; left to the
     collector, each full collection would walk them all on the reactor
     thread (seconds at 100,000 reviews). Refcounting still frees a snapshot
-    when the next replaces it.
+    when the next replaces it. A build's intermediate objects leave the C
+    heap full of free memory that glibc keeps unless asked (about 360 MiB
+    at 100,000 reviews; trimming takes some 20 ms).
     """
     gc.freeze()
+    if _trim is not None:
+        _trim(0)
 
 
 def save_cache(cache: ReviewCache) -> None:
@@ -191,10 +207,11 @@ class ReviewsData(Service):
 
     def _swap(self, new: Snapshot, started: float) -> bool:
         old, self.snapshot = self.snapshot, new
-        settle_memory()
         self.reloads += 1
         self.loaded_at = self._reactor.seconds()
         topics = changed_topics(old, new)
+        del old  # freed now, so that settling gives its memory back too
+        settle_memory()
         log.info(
             "Reloaded {directory} in {duration:.2f} s: {count} reviews; changed "
             "topics: {changed}",

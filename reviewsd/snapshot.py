@@ -37,7 +37,7 @@ from reviewsd.links import (
     REVIEWS_PATH,
     Links,
 )
-from reviewsd.mentions import Found, Matcher
+from reviewsd.mentions import Matcher
 from reviewsd.model import Dataset
 from reviewsd.openapi import openapi_document
 from reviewsd.pages import (
@@ -60,6 +60,9 @@ TEXT = b"text/plain; charset=utf-8"
 
 GZIP_MIN_SIZE = 1024
 """Bodies smaller than this are not worth a gzip header."""
+GZIP_FAST_SIZE = 1024 * 1024
+"""Bodies this large are compressed at level 3, not 6: 2.4 times faster, 28 %
+larger (measured on 7 MB of reviews), so that a reload stays quick."""
 
 
 @frozen
@@ -107,7 +110,8 @@ class Document:
     ) -> Document:
         compressed = None
         if len(body) >= GZIP_MIN_SIZE:
-            packed = gzip.compress(body, compresslevel=6, mtime=0)
+            level = 3 if len(body) >= GZIP_FAST_SIZE else 6
+            packed = gzip.compress(body, compresslevel=level, mtime=0)
             if len(packed) < len(body):
                 compressed = Representation.of(packed, b"gzip")
         return cls(
@@ -168,7 +172,9 @@ class Snapshot:
     @ivar documents: the fixed documents, by request path.
     @ivar records: every published review's JSON, for slicing into answers.
     @ivar index: the search index.
-    @ivar insights: the insights document (read-only), for MCP tools.
+    @ivar insights: the insights document (read-only) but C{per_review},
+        for MCP tools and the pages.
+    @ivar per_review: where C{per_review}'s value sits in the insights body.
     @ivar since: answers for C{/api/reviews/since/{date}}, built on demand.
     """
 
@@ -179,6 +185,7 @@ class Snapshot:
     index: SearchIndex
     insights: dict[str, Any]
     insights_fingerprint: bytes
+    per_review: tuple[int, int]
     since: SinceCache = field(factory=SinceCache, eq=False)
 
     def search(self, query: SearchQuery) -> bytes:
@@ -189,6 +196,16 @@ class Snapshot:
             len(positions),
             b",".join(map(self.records.record, positions)),
         )
+
+    def insights_group(self, group: str) -> bytes | None:
+        """C{{group: value}} for one top-level group of the insights."""
+        if group == "per_review":
+            start, stop = self.per_review
+            body = self.documents[INSIGHTS_PATH].identity.body
+            return b'{"per_review":%s}' % body[start:stop]
+        if group not in self.insights:
+            return None
+        return to_json({group: self.insights[group]})
 
     def since_count(self, day: date) -> int:
         return self.index.count_since(day)
@@ -223,32 +240,39 @@ def _rfc3339(seconds: float) -> str:
 def _insights(
     dataset: Dataset,
     matcher: Matcher,
-    cache: ReviewCache | None,
+    cache: ReviewCache,
     modified: float,
     previous: Snapshot | None,
-) -> tuple[dict[str, Any], bytes, bytes]:
+) -> tuple[dict[str, Any], bytes, bytes, tuple[int, int]]:
     """
-    The insights document, its bytes, and a fingerprint of its content.
+    The insights document without C{per_review}, the document's bytes, a
+    fingerprint of its content, and where C{per_review}'s value sits in the
+    bytes.
 
-    C{generated_at} says when this content was first derived: the data's
-    mtime then, kept while later derivations give the same content, so that
-    touching a file does not move the ETag.
+    C{per_review}, by far the largest group, is written last and kept only
+    as bytes. C{generated_at} says when this content was first derived: the
+    data's mtime then, kept while later derivations give the same content,
+    so that touching a file does not move the ETag.
     """
-    if cache is None:
-        cache = ReviewCache()
     insights = dict(derive_insights(dataset, matcher, cache, generated_at=""))
     if dataset.insights_overlay:
         insights = apply_overlay(insights, dataset.insights_overlay)
-    canonical = to_json(insights)
-    fingerprint = hashlib.sha256(canonical).digest()
+    per_review = to_json(insights.pop("per_review"))
+    head = to_json(insights)
+    fingerprint = hashlib.sha256(head + per_review).digest()
     generated_at = _rfc3339(modified)
     if previous is not None and previous.insights_fingerprint == fingerprint:
         generated_at = previous.insights["generated_at"]
     insights["generated_at"] = generated_at
-    body = canonical.replace(
+    head = head.replace(
         b'"generated_at":""', b'"generated_at":"%s"' % generated_at.encode(), 1
     )
-    return insights, body, fingerprint
+    start = len(head) - 1 + len(_PER_REVIEW)
+    body = b"".join((head[:-1], _PER_REVIEW, per_review, b"}"))
+    return insights, body, fingerprint, (start, start + len(per_review))
+
+
+_PER_REVIEW = b',"per_review":'
 
 
 def build_snapshot(
@@ -269,10 +293,22 @@ def build_snapshot(
     @param cache: per-review analyses kept from earlier derivations.
     """
     matcher = Matcher(dataset.business)
-    insights, insights_body, fingerprint = _insights(
+    if cache is None:
+        cache = ReviewCache()
+    insights, insights_body, fingerprint, per_review = _insights(
         dataset, matcher, cache, modified, previous
     )
-    records = render_reviews(dataset)
+    # what was made of a review for the previous snapshot is taken from
+    # there when it still holds: each review's position there, by id
+    origin: list[int] = []
+    if previous is not None:
+        before = {r.id: p for p, r in enumerate(previous.dataset.reviews)}
+        origin = [before.get(r.id, -1) for r in dataset.reviews]
+        records = render_reviews(
+            dataset, previous.records, previous.dataset.reviews, origin
+        )
+    else:
+        records = render_reviews(dataset)
     rendered = {
         REVIEWS_PATH: (records.body, JSON, True),
         JSON_FEED_PATH: (render_json_feed(dataset, links), JSON, True),
@@ -304,23 +340,22 @@ def build_snapshot(
 
     for path, (body, content_type, topic) in rendered.items():
         publish(path, body, content_type, topic)
-    per_review = insights["per_review"]
-    mentions = [
-        Found(
-            technicians=frozenset(found["technicians"]),
-            services=frozenset(found["services"]),
-            areas=frozenset(found["areas"]),
-        )
-        for found in (per_review[r.id]["mentions"] for r in dataset.reviews)
-    ]
+    mentions = [cache.mentioned(r.id) for r in dataset.reviews]
     snapshot = Snapshot(
         dataset=dataset,
         links=links,
         documents=documents,
         records=records,
-        index=SearchIndex(dataset.reviews, mentions, matcher),
+        index=SearchIndex(
+            dataset.reviews,
+            mentions,
+            matcher,
+            None if previous is None else previous.index,
+            origin,
+        ),
         insights=insights,
         insights_fingerprint=fingerprint,
+        per_review=per_review,
     )
     # the pages show what the documents and the index hold, so they come last
     page = ((b"Content-Security-Policy", CONTENT_SECURITY_POLICY),)

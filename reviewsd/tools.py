@@ -218,11 +218,12 @@ def _insights(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
     group = _string(arguments, "group", required=False)
     if group is None:
         return snapshot.documents[INSIGHTS_PATH].identity.body
-    if group not in _INSIGHTS["properties"] or group not in snapshot.insights:
+    answer = snapshot.insights_group(group)
+    if group not in _INSIGHTS["properties"] or answer is None:
         raise ToolCallError(
             f"Invalid arguments: group must be one of {', '.join(_INSIGHT_GROUPS)}."
         )
-    return to_json({group: snapshot.insights[group]})
+    return answer
 
 
 def _aspect(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:

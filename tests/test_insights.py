@@ -13,6 +13,7 @@ from typing import Any
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from reviewsd.documents import to_json
 from reviewsd.insights import (
     INSIGHTS_VERSION,
     InsightsOverlayError,
@@ -74,9 +75,11 @@ def dataset(
 
 
 def derive(data: Dataset, cache: ReviewCache | None = None) -> dict[str, Any]:
-    return derive_insights(
+    """The document as published (C{per_review} comes as JSON already)."""
+    document = derive_insights(
         data, Matcher(data.business), ReviewCache() if cache is None else cache, STAMP
     )
+    return json.loads(to_json(document))
 
 
 def aspect(document: dict[str, Any], aspect_id: str) -> dict[str, Any]:
@@ -701,7 +704,7 @@ class CacheTests(SynchronousTestCase):
         self.assertIn("engine", again.discarded or "")
 
     def test_bad_row(self) -> None:
-        """A row that is not an analysis discards the file."""
+        """A row that is not an analysis is made again; the others are kept."""
         path = Path(self.mktemp())
         path.parent.mkdir(parents=True, exist_ok=True)
         cache = ReviewCache(path)
@@ -709,12 +712,15 @@ class CacheTests(SynchronousTestCase):
         cache.save()
         connection = sqlite3.connect(path)
         with connection:
-            connection.execute("UPDATE reviews SET analysis = '{not json'")
+            connection.execute(
+                "UPDATE reviews SET analysis = '{not json' WHERE id = 'r002'"
+            )
         connection.close()
-        again = ReviewCache(path)
-        self.assertEqual(len(again), 0)
+        counting = Counting()
+        again = ReviewCache(path, analyser=counting)
         document = derive(dataset(self.records()), again)
-        self.assertEqual(document["review_count"], 3)
+        self.assertEqual(counting.texts, [self.records()[1]["text"]])
+        self.assertEqual(document, derive(dataset(self.records())))
 
 
 class DeterminismTests(SynchronousTestCase):

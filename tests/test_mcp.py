@@ -16,6 +16,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.http_headers import Headers
 
 from reviewsd.http import make_site
+from reviewsd.links import INSIGHTS_PATH
 from reviewsd.mcp import MCPResource, Sessions
 from reviewsd.tools import Tools
 from tests.support import BASE, Holder
@@ -484,7 +485,13 @@ class InsightToolTests(ToolTests):
         whole = self.assert_conforms(
             "get_insights", self.call(self.session, "get_insights", {})
         )
-        self.assertEqual(whole, DEMO.insights)
+        published = json.loads(DEMO.documents[INSIGHTS_PATH].identity.body)
+        self.assertEqual(whole, published)
+        per_review = self.assert_conforms(
+            "get_insights",
+            self.call(self.session, "get_insights", {"group": "per_review"}),
+        )
+        self.assertEqual(per_review, {"per_review": published["per_review"]})
         aspects = self.assert_conforms(
             "get_insights",
             self.call(self.session, "get_insights", {"group": "aspects"}),

@@ -21,21 +21,26 @@ corrupting it, not from doing the work twice.
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from reviewsd.insights.analysis import ENGINE_VERSION, Analysis, analyse
 from reviewsd.insights.gcpause import paused
 
-Mentions = dict[str, list[str]]
+Mentions = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+"""The technicians, services (ids) and places a text names, each sorted."""
+
+NOTHING: Mentions = ((), (), ())
 
 _SCHEMA = 1
 _ANALYSIS_KEYS = {"s", "c", "a", "t", "p", "q"}
-_MENTION_KEYS = {"technicians", "services", "areas"}
+_MENTION_KEYS = ("technicians", "services", "areas")
 
 
 def text_hash(text: str) -> str:
@@ -44,12 +49,18 @@ def text_hash(text: str) -> str:
 
 
 class _Entry:
-    __slots__ = ("digest", "text", "analysis", "mentions_key", "mentions", "derived")
+    """
+    One review's analysis, kept as the JSON it is stored as (a tenth of the
+    memory of the objects it stands for) and read only when derivation's
+    memo of it has to be made again.
+    """
+
+    __slots__ = ("digest", "text", "raw", "mentions_key", "mentions", "memo")
 
     def __init__(
         self,
         digest: str,
-        analysis: Analysis,
+        raw: str,
         mentions_key: str | None = None,
         mentions: Mentions | None = None,
         text: str | None = None,
@@ -58,11 +69,29 @@ class _Entry:
         #: The text last seen with this digest, if any: comparing it is
         #: cheaper than hashing the text again on every derivation.
         self.text = text
-        self.analysis = analysis
+        self.raw = raw
         self.mentions_key = mentions_key
         self.mentions = mentions
-        # Derivation's memo of values computed from this entry (never stored).
-        self.derived: dict[Any, Any] = {}
+        #: Derivation's memo of what this entry contributes (never stored).
+        self.memo: Any = None
+
+
+def _mentions_from_json(raw: str | None) -> Mentions | None:
+    found = None if raw is None else orjson.loads(raw)
+    if not isinstance(found, dict) or tuple(sorted(found)) != tuple(
+        sorted(_MENTION_KEYS)
+    ):
+        return None
+    lists = [found[key] for key in _MENTION_KEYS]
+    if not all(isinstance(names, list) for names in lists):
+        return None
+    technicians, services, areas = (_names(names) for names in lists)
+    return technicians, services, areas
+
+
+def _names(names: Iterable[str]) -> tuple[str, ...]:
+    """Names as one shared string each: they repeat across many reviews."""
+    return tuple(map(sys.intern, names))
 
 
 class ReviewCache:
@@ -115,16 +144,30 @@ class ReviewCache:
                     entry.text = text
                     self.reused += 1
                     return entry
-            entry = _Entry(text_hash(text), self._analyse(text), text=text)
-            self.analysed += 1
-            self._entries[review_id] = entry
-            self._dirty.add(review_id)
-            self._removed.discard(review_id)
-            return entry
+            return self._analysed(review_id, text)
 
-    def analysis(self, review_id: str, text: str) -> Analysis:
-        """The analysis of one review's text."""
-        return self.entry(review_id, text).analysis
+    def _analysed(self, review_id: str, text: str) -> _Entry:
+        entry = _Entry(text_hash(text), _to_json(self._analyse(text)), text=text)
+        self.analysed += 1
+        self._entries[review_id] = entry
+        self._dirty.add(review_id)
+        self._removed.discard(review_id)
+        return entry
+
+    def read(self, review_id: str, entry: _Entry) -> tuple[_Entry, Analysis]:
+        """
+        The analysis C{entry} holds; one the file held that does not read as
+        an analysis is made again, in a new entry.
+        """
+        try:
+            value = orjson.loads(entry.raw)
+            if isinstance(value, dict) and _ANALYSIS_KEYS <= value.keys():
+                return entry, value
+        except orjson.JSONDecodeError:
+            pass
+        with self._lock:
+            entry = self._analysed(review_id, entry.text or "")
+            return entry, orjson.loads(entry.raw)
 
     def mentions(
         self,
@@ -140,11 +183,17 @@ class ReviewCache:
         if entry.mentions_key == key and entry.mentions is not None:
             return entry.mentions
         with self._lock:
-            entry.mentions = find()
+            technicians, services, areas = find()
+            entry.mentions = (_names(technicians), _names(services), _names(areas))
             entry.mentions_key = key
-            entry.derived.clear()
+            entry.memo = None
             self._dirty.add(review_id)
             return entry.mentions
+
+    def mentioned(self, review_id: str) -> Mentions:
+        """What the review's text was last found to mention."""
+        entry = self._entries.get(review_id)
+        return NOTHING if entry is None or entry.mentions is None else entry.mentions
 
     def retain(self, review_ids: Iterable[str]) -> None:
         """Forget the reviews not in C{review_ids} (deleted or unpublished)."""
@@ -195,13 +244,13 @@ class ReviewCache:
                 "SELECT id, digest, analysis, mentions_key, mentions FROM reviews"
             )
             for review_id, digest, analysis, mentions_key, mentions in rows:
-                value = json.loads(analysis)
-                if not isinstance(value, dict) or not _ANALYSIS_KEYS <= value.keys():
+                # analyses are read when used (ReviewCache.analysis)
+                if not isinstance(analysis, str):
                     raise ValueError(f"entry {review_id!r} is not an analysis")
-                found = None if mentions is None else json.loads(mentions)
-                if not isinstance(found, dict) or found.keys() != _MENTION_KEYS:
-                    found = mentions_key = None
-                entries[review_id] = _Entry(digest, value, mentions_key, found)
+                found = _mentions_from_json(mentions)
+                if found is None:
+                    mentions_key = None
+                entries[review_id] = _Entry(digest, analysis, mentions_key, found)
             return entries
         finally:
             connection.close()
@@ -266,9 +315,13 @@ class ReviewCache:
         return (
             review_id,
             entry.digest,
-            json.dumps(entry.analysis, ensure_ascii=False, separators=(",", ":")),
+            entry.raw,
             entry.mentions_key,
             None
             if entry.mentions is None
-            else json.dumps(entry.mentions, separators=(",", ":")),
+            else _to_json(dict(zip(_MENTION_KEYS, entry.mentions, strict=True))),
         )
+
+
+def _to_json(value: Any) -> str:
+    return orjson.dumps(value).decode("utf-8")

@@ -121,11 +121,14 @@ import hashlib
 import heapq
 import json
 from collections import Counter
+from sys import intern
 from typing import Any
+
+import orjson
 
 from reviewsd import __version__
 from reviewsd.insights.analysis import Analysis
-from reviewsd.insights.cache import ReviewCache
+from reviewsd.insights.cache import Mentions, ReviewCache
 from reviewsd.insights.data import ASPECTS, PROBLEMS, STOPWORDS, TOPICS, VERSIONS
 from reviewsd.insights.gcpause import paused
 from reviewsd.insights.prose import Figures, faq, pull_quote, summary
@@ -193,13 +196,13 @@ def business_key(business: Business) -> str:
     return hashlib.sha256(json.dumps(value).encode()).hexdigest()
 
 
-def _mentions(matcher: Matcher, text: str) -> dict[str, list[str]]:
+def _mentions(matcher: Matcher, text: str) -> Mentions:
     found = matcher.find(text)
-    return {
-        "technicians": sorted(found.technicians),
-        "services": sorted(found.services),
-        "areas": sorted(found.areas),
-    }
+    return (
+        tuple(sorted(found.technicians)),
+        tuple(sorted(found.services)),
+        tuple(sorted(found.areas)),
+    )
 
 
 def _pct(part: int, whole: int) -> float | None:
@@ -321,42 +324,78 @@ def _problems(analysis: Analysis, rating: int) -> list[tuple[str, list[str]]]:
 
 
 class _Memo:
-    """What one review contributes, for one rating; kept between derivations."""
+    """
+    What one review contributes, for one rating: kept on its cache entry
+    between derivations, with its C{per_review} entry as JSON, so that a
+    derivation costs a pass over these and the reviews analysed anew.
+    """
 
-    __slots__ = ("document", "aspects", "problems")
+    __slots__ = (
+        "rating",
+        "score",
+        "aspects",
+        "problems",
+        "topics",
+        "mentions",
+        "quotes",
+        "json",
+    )
 
     def __init__(
-        self, analysis: Analysis, mentions: dict[str, list[str]], rating: int
+        self, review_id: str, analysis: Analysis, mentions: Mentions, rating: int
     ) -> None:
+        self.rating = rating
+        self.score = analysis["s"]
+        # phrases and ids repeat across reviews: one string object each
         self.aspects = tuple(
             (
-                aspect,
+                intern(aspect),
                 value,
-                phrases,
+                tuple(map(intern, phrases)),
                 (value >= POSITIVE_THRESHOLD and rating >= 4)
                 or (value <= NEGATIVE_THRESHOLD and rating <= 3),
             )
             for aspect, value, phrases in analysis["a"]
         )
-        self.problems = tuple(_problems(analysis, rating))
-        score = analysis["s"]
-        self.document = {
-            "sentiment": (
-                None if score is None else {"score": score, "label": label(score)}
-            ),
-            "sentence_scores": analysis["c"],
-            "aspects": [
-                {"id": aspect, "score": value, "label": label(value)}
-                for aspect, value, _ in analysis["a"]
-            ],
-            "topics": analysis["t"],
-            "problems": [problem for problem, _ in self.problems],
-            "mentions": mentions,
-        }
+        self.problems = tuple(
+            (intern(problem), tuple(map(intern, phrases)))
+            for problem, phrases in _problems(analysis, rating)
+        )
+        self.topics = tuple(map(intern, analysis["t"]))
+        self.mentions = mentions
+        # only the best-rated reviews' sentences can be the pull quote
+        self.quotes = tuple(map(tuple, analysis["q"])) if rating >= 4 else ()
+        score = self.score
+        technicians, services, areas = mentions
+        self.json = _entry_json(
+            review_id,
+            {
+                "sentiment": (
+                    None if score is None else {"score": score, "label": label(score)}
+                ),
+                "sentence_scores": analysis["c"],
+                "aspects": [
+                    {"id": aspect, "score": value, "label": label(value)}
+                    for aspect, value, _ in analysis["a"]
+                ],
+                "topics": analysis["t"],
+                "problems": [problem for problem, _ in self.problems],
+                "mentions": {
+                    "technicians": technicians,
+                    "services": services,
+                    "areas": areas,
+                },
+            },
+        )
 
 
-def _rating_only() -> dict[str, Any]:
-    return {
+def _entry_json(review_id: str, value: dict[str, Any]) -> bytes:
+    """One C{per_review} member: the review's id, then its entry."""
+    return orjson.dumps({review_id: value})[1:-1]
+
+
+_RATING_ONLY = orjson.dumps(
+    {
         "sentiment": None,
         "sentence_scores": [],
         "aspects": [],
@@ -364,6 +403,7 @@ def _rating_only() -> dict[str, Any]:
         "problems": [],
         "mentions": {"technicians": [], "services": [], "areas": []},
     }
+)
 
 
 def derive_insights(
@@ -400,13 +440,14 @@ def _derive(
     technicians: dict[str, list[int]] = {t.name: [] for t in business.technicians}
     services: dict[str, list[int]] = {s.id: [] for s in business.services}
     areas: dict[str, list[int]] = {a: [] for a in business.service_areas}
-    per_review: dict[str, dict[str, Any]] = {}
+    per_review: list[bytes] = []
     quotes: list[tuple[str, str, int, float, list[str]]] = []
     quoted_rating = 4
 
     for position, review in enumerate(dataset.reviews):
         rating = review.rating
-        ids.append(review.id)
+        review_id = review.id
+        ids.append(review_id)
         ratings.append(rating)
         month = month_key(review.date)
         tally = months.get(month)
@@ -416,23 +457,22 @@ def _derive(
         if text is None:
             scores.append(None)
             tally.add(rating, None)
-            per_review[review.id] = _rating_only()
+            per_review.append(orjson.dumps(review_id) + b":" + _RATING_ONLY)
             continue
-        entry = cache.entry(review.id, text)
-        if entry.mentions_key == key and entry.mentions is not None:
-            mentions = entry.mentions
-        else:
+        entry = cache.entry(review_id, text)
+        if entry.mentions_key != key or entry.mentions is None:
+            cache.mentions(review_id, entry, key, lambda t=text: _mentions(matcher, t))
+        memo = entry.memo
+        if memo is None or memo.rating != rating:
+            entry, analysis = cache.read(review_id, entry)
             mentions = cache.mentions(
-                review.id, entry, key, lambda text=text: _mentions(matcher, text)
+                review_id, entry, key, lambda t=text: _mentions(matcher, t)
             )
-        analysis = entry.analysis
-        score = analysis["s"]
+            memo = entry.memo = _Memo(review_id, analysis, mentions, rating)
+        score = memo.score
         scores.append(score)
         tally.add(rating, score)
-        memo = entry.derived.get(rating)
-        if memo is None:
-            memo = entry.derived[rating] = _Memo(analysis, mentions, rating)
-        per_review[review.id] = memo.document
+        per_review.append(memo.json)
 
         for aspect, value, phrases, agrees in memo.aspects:
             mentioned = aspects.get(aspect)
@@ -449,25 +489,26 @@ def _derive(
                 mentioned.positions.append(position)
                 if len(mentioned.positions) <= PHRASE_MENTIONS:
                     mentioned.phrases += phrases
+        found_technicians, found_services, found_areas = memo.mentions
         for index, names in (
-            (topics, analysis["t"]),
-            (technicians, mentions["technicians"]),
-            (services, mentions["services"]),
-            (areas, mentions["areas"]),
+            (topics, memo.topics),
+            (technicians, found_technicians),
+            (services, found_services),
+            (areas, found_areas),
         ):
             for name in names:
                 positions = index.get(name)
                 if positions is not None:
                     positions.append(position)
 
-        if rating >= quoted_rating and analysis["q"]:
+        if memo.quotes and rating >= quoted_rating:
             if rating > quoted_rating:
                 quotes.clear()
                 quoted_rating = rating
-            for sentence, compound, aspect_ids in analysis["q"]:
-                quotes.append((review.id, sentence, rating, compound, aspect_ids))
+            for sentence, compound, aspect_ids in memo.quotes:
+                quotes.append((review_id, sentence, rating, compound, aspect_ids))
 
-    cache.retain(per_review)
+    cache.retain(ids)
 
     scored = [s for s in scores if s is not None]
     positive = sum(1 for s in scored if s >= POSITIVE_THRESHOLD)
@@ -595,7 +636,8 @@ def _derive(
             "trend_rule": TREND_RULE,
             "trend_basis": trend_basis,
         },
-        "per_review": per_review,
+        # already JSON: a hundred thousand entries are not worth objects
+        "per_review": orjson.Fragment(b"{%s}" % b",".join(per_review)),
         "faq": faq(figures),
         "summary": summary(figures),
         "pull_quote": quote,
