@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -126,7 +127,7 @@ class Dataset:
 
 def newest_first(reviews: Sequence[Review]) -> tuple[Review, ...]:
     """The one order every list of reviews is published in."""
-    return tuple(sorted(reviews, key=lambda r: (r.date, r.id), reverse=True))
+    return tuple(sorted(reviews, key=attrgetter("date", "id"), reverse=True))
 
 
 # --- checks -----------------------------------------------------------------

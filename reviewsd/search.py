@@ -279,24 +279,22 @@ class _Words:
     the lists of the words it did not add to.
 
     @param terms: each review's distinct words, by position.
-    @param previous: the words of the snapshot before; the longest run of
-        oldest reviews whose terms are the same objects there is not
+    @param previous: the words of the snapshot before, whose C{keep} oldest
+        reviews have the same terms as the oldest here: those are not
         indexed again.
     """
 
     def __init__(
-        self, terms: Sequence[tuple[str, ...]], previous: _Words | None = None
+        self,
+        terms: Sequence[tuple[str, ...]],
+        previous: _Words | None = None,
+        keep: int = 0,
     ) -> None:
         size = len(terms)
-        keep = 0
-        if previous is not None:
-            earlier, limit = previous._terms, min(size, len(previous._terms))
-            while keep < limit and terms[-1 - keep] is earlier[-1 - keep]:
-                keep += 1
         postings: dict[str, list[int]] = {}
         owned: set[str] = set()  # lists made here, which may be appended to
-        if keep:
-            for word, ordinals in previous._postings.items():  # type: ignore[union-attr]
+        if previous is not None and keep:
+            for word, ordinals in previous._postings.items():
                 if ordinals[-1] < keep:
                     postings[word] = ordinals  # shared: never changed again
                 else:
@@ -359,16 +357,23 @@ def _terms(text: str) -> tuple[str, ...]:
     return tuple(map(sys.intern, set(_WORD.findall(text))))
 
 
+def _moved(positions: array[int], boundary: int, shift: int) -> array[int]:
+    """The positions from C{boundary} on, each moved by C{shift}."""
+    tail = positions[bisect_left(positions, boundary) :]
+    return array("l", [p + shift for p in tail]) if shift else tail
+
+
 class SearchIndex:
     """
     Built once per snapshot, off the reactor thread; read-only afterwards.
 
-    @param mentions: what each review mentions, position for position, from
-        L{reviewsd.mentions.Matcher} or the insights' per-review analysis.
+    @param mentions: what each review mentions, position for position, as
+        the insights cache holds it.
     @param previous: the index of the snapshot before, with C{origin}: for
-        each review, the position of its id there (-1 for a new id); the
-        casefolded text and words of a text seen there are taken from there,
-        not made again.
+        each review, the position of its id there (-1 for a new id).  The
+        casefolded text and words of a text seen there are taken from there;
+        the postings of the oldest reviews, when they are the same objects
+        with the same mentions as there, are the ones there, moved.
     """
 
     def __init__(
@@ -380,27 +385,10 @@ class SearchIndex:
         origin: Sequence[int] = (),
     ) -> None:
         self.matcher = matcher
-        self.size = len(reviews)
+        self.size = size = len(reviews)
+        self._reviews, self._mentions = reviews, mentions
         self._days = array("l", (-r.date.toordinal() for r in reviews))
         self._ratings = bytes(r.rating for r in reviews)
-        self._by_rating = {stars: array("l") for stars in range(1, 6)}
-        # Postings give the candidates; one bit per technician or service in
-        # a per-review mask checks the other mention filters in O(1).
-        self._postings: dict[tuple[str, str], array[int]] = {}
-        self._bits: dict[tuple[str, str], int] = {}
-        self._masks: list[int] = []
-        for position, (review, (technicians, services, _)) in enumerate(
-            zip(reviews, mentions, strict=True)
-        ):
-            self._by_rating[review.rating].append(position)
-            mask = 0
-            for key in [("technician", n) for n in technicians] + [
-                ("service", i) for i in services
-            ]:
-                self._postings.setdefault(key, array("l")).append(position)
-                mask |= self._bits.setdefault(key, 1 << len(self._bits))
-            self._masks.append(mask)
-        self._reviews = reviews
         self._texts: list[str] = []
         terms: list[tuple[str, ...]] = []
         for position, review in enumerate(reviews):
@@ -412,7 +400,46 @@ class SearchIndex:
                 text = fold_text(review.text) if review.text else ""
                 self._texts.append(text)
                 terms.append(_terms(text))
-        self._words = _Words(terms, None if previous is None else previous._words)
+
+        keep = 0
+        if previous is not None:
+            limit = min(size, previous.size)
+            earlier, said = previous._reviews, previous._mentions
+            while (
+                keep < limit
+                and reviews[-1 - keep] is earlier[-1 - keep]
+                and mentions[-1 - keep] is said[-1 - keep]
+            ):
+                keep += 1
+        # Postings give the candidates; one bit per technician or service in
+        # a per-review mask checks the other mention filters in O(1).
+        self._by_rating = {stars: array("l") for stars in range(1, 6)}
+        self._postings: dict[tuple[str, str], array[int]] = {}
+        self._bits: dict[tuple[str, str], int] = (
+            dict(previous._bits) if previous is not None and keep else {}
+        )
+        self._masks: list[int] = []
+        for position in range(size - keep):
+            technicians, services, _ = mentions[position]
+            self._by_rating[reviews[position].rating].append(position)
+            mask = 0
+            for key in [("technician", n) for n in technicians] + [
+                ("service", i) for i in services
+            ]:
+                self._postings.setdefault(key, array("l")).append(position)
+                mask |= self._bits.setdefault(key, 1 << len(self._bits))
+            self._masks.append(mask)
+        if previous is not None and keep:
+            # the kept reviews are the last there and the last here
+            boundary, shift = previous.size - keep, size - previous.size
+            self._masks += previous._masks[boundary:]
+            for stars, positions in previous._by_rating.items():
+                self._by_rating[stars] += _moved(positions, boundary, shift)
+            for key, positions in previous._postings.items():
+                moved = _moved(positions, boundary, shift)
+                if moved:
+                    self._postings.setdefault(key, array("l")).extend(moved)
+        self._words = _Words(terms, previous._words if previous else None, keep)
 
     def window(self, since: date | None, until: date | None) -> tuple[int, int]:
         """Positions C{[start, stop)} of reviews dated within the bounds."""

@@ -13,6 +13,7 @@ import gzip
 import hashlib
 from collections import OrderedDict
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date, datetime, timezone
 from email.utils import formatdate
 from typing import Any, Protocol
@@ -295,29 +296,11 @@ def build_snapshot(
     matcher = Matcher(dataset.business)
     if cache is None:
         cache = ReviewCache()
-    insights, insights_body, fingerprint, per_review = _insights(
-        dataset, matcher, cache, modified, previous
-    )
-    # what was made of a review for the previous snapshot is taken from
-    # there when it still holds: each review's position there, by id
-    origin: list[int] = []
-    if previous is not None:
-        before = {r.id: p for p, r in enumerate(previous.dataset.reviews)}
-        origin = [before.get(r.id, -1) for r in dataset.reviews]
-        records = render_reviews(
-            dataset, previous.records, previous.dataset.reviews, origin
-        )
-    else:
-        records = render_reviews(dataset)
-    rendered = {
-        REVIEWS_PATH: (records.body, JSON, True),
-        JSON_FEED_PATH: (render_json_feed(dataset, links), JSON, True),
-        ATOM_FEED_PATH: (render_atom(dataset, links), ATOM, True),
-        INSIGHTS_PATH: (insights_body, JSON, False),
-        LLMS_PATH: (render_llms_txt(dataset, insights, links), TEXT, False),
-        OPENAPI_PATH: (to_json(openapi_document(links)), JSON, False),
-    }
     documents: dict[str, Document] = {}
+    pending: dict[str, Future[Document]] = {}
+    # compressing and hashing run in C without the GIL: on another core,
+    # beside the Python work of deriving and indexing
+    pool = ThreadPoolExecutor(2, thread_name_prefix="reviewsd-compress")
 
     def publish(
         path: str,
@@ -326,49 +309,78 @@ def build_snapshot(
         topic: bool,
         headers: tuple[tuple[bytes, bytes], ...] = (),
     ) -> None:
-        document = Document.build(
-            body,
-            content_type,
-            int(modified),
-            _topic_links(links, links.url(path)) if topic else None,
-            headers,
+        link = _topic_links(links, links.url(path)) if topic else None
+        pending[path] = pool.submit(
+            Document.build, body, content_type, int(modified), link, headers
         )
-        earlier = None if previous is None else previous.documents.get(path)
-        if earlier is not None and document.same_content(earlier):
-            document = earlier
-        documents[path] = document
 
-    for path, (body, content_type, topic) in rendered.items():
-        publish(path, body, content_type, topic)
-    mentions = [cache.mentioned(r.id) for r in dataset.reviews]
-    snapshot = Snapshot(
-        dataset=dataset,
-        links=links,
-        documents=documents,
-        records=records,
-        index=SearchIndex(
+    def settle() -> None:
+        for path, future in pending.items():
+            document = future.result()
+            earlier = None if previous is None else previous.documents.get(path)
+            if earlier is not None and document.same_content(earlier):
+                document = earlier
+            documents[path] = document
+        pending.clear()
+
+    try:
+        # what was made of a review for the previous snapshot is taken from
+        # there when it still holds: each review's position there, by id
+        origin: list[int] = []
+        if previous is not None:
+            before = {r.id: p for p, r in enumerate(previous.dataset.reviews)}
+            origin = [before.get(r.id, -1) for r in dataset.reviews]
+            records = render_reviews(
+                dataset, previous.records, previous.dataset.reviews, origin
+            )
+        else:
+            records = render_reviews(dataset)
+        publish(REVIEWS_PATH, records.body, JSON, True)
+        publish(JSON_FEED_PATH, render_json_feed(dataset, links), JSON, True)
+        publish(ATOM_FEED_PATH, render_atom(dataset, links), ATOM, True)
+        publish(OPENAPI_PATH, to_json(openapi_document(links)), JSON, False)
+        insights, insights_body, fingerprint, per_review = _insights(
+            dataset, matcher, cache, modified, previous
+        )
+        publish(INSIGHTS_PATH, insights_body, JSON, False)
+        publish(LLMS_PATH, render_llms_txt(dataset, insights, links), TEXT, False)
+        mentions = [cache.mentioned(r.id) for r in dataset.reviews]
+        index = SearchIndex(
             dataset.reviews,
             mentions,
             matcher,
             None if previous is None else previous.index,
             origin,
-        ),
-        insights=insights,
-        insights_fingerprint=fingerprint,
-        per_review=per_review,
-    )
-    # the pages show what the documents and the index hold, so they come last
-    page = ((b"Content-Security-Policy", CONTENT_SECURITY_POLICY),)
-    home = (
-        *page,
-        # / answers JSON clients with a redirect to the dataset
-        (b"Vary", b"Accept-Encoding, Accept"),
-        (
-            b"Link",
-            b'<%s>; rel="alternate"; type="application/json"' % links.reviews.encode(),
-        ),
-    )
-    publish(HOME_PATH, render_home(snapshot), HTML_TYPE, False, home)
-    publish(DEVELOPERS_PATH, render_developers(snapshot, TOOLS), HTML_TYPE, False, page)
-    publish(STYLESHEET_PATH, STYLESHEET, STYLESHEET_TYPE, False)
+        )
+        settle()
+        snapshot = Snapshot(
+            dataset=dataset,
+            links=links,
+            documents=documents,
+            records=records,
+            index=index,
+            insights=insights,
+            insights_fingerprint=fingerprint,
+            per_review=per_review,
+        )
+        # the pages show what the documents and the index hold: they come last
+        page = ((b"Content-Security-Policy", CONTENT_SECURITY_POLICY),)
+        home = (
+            *page,
+            # / answers JSON clients with a redirect to the dataset
+            (b"Vary", b"Accept-Encoding, Accept"),
+            (
+                b"Link",
+                b'<%s>; rel="alternate"; type="application/json"'
+                % links.reviews.encode(),
+            ),
+        )
+        publish(HOME_PATH, render_home(snapshot), HTML_TYPE, False, home)
+        publish(
+            DEVELOPERS_PATH, render_developers(snapshot, TOOLS), HTML_TYPE, False, page
+        )
+        publish(STYLESHEET_PATH, STYLESHEET, STYLESHEET_TYPE, False)
+        settle()
+    finally:
+        pool.shutdown(cancel_futures=True)
     return snapshot

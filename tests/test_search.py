@@ -20,7 +20,7 @@ from twisted.web.http_headers import Headers
 
 from benchmarks.synthetic import write as write_synthetic
 from reviewsd.http import make_site
-from reviewsd.insights import ReviewCache
+from reviewsd.insights import ReviewCache, derive
 from reviewsd.links import Links
 from reviewsd.loading import DEMO_DATA, Reader
 from reviewsd.model import Business, Review
@@ -166,6 +166,8 @@ class SearchResultTests(SynchronousTestCase):
         word postings, analyses); its documents and answers are those of a
         snapshot built from nothing, whatever changed.
         """
+        # derivations start from a checkpoint 200 reviews from the newest
+        self.patch(derive, "CHECKPOINT_DISTANCE", 200)
         directory = write_synthetic(Path(self.mktemp()), 1500, seed=4)
         path = directory / "reviews.jsonl"
         links, reader, cache = Links(BASE), Reader(), ReviewCache()
@@ -195,6 +197,9 @@ class SearchResultTests(SynchronousTestCase):
             change()
             path.write_text("".join(json.dumps(r) + "\n" for r in records))
             snapshot = load_snapshot(directory, links, snapshot, cache, reader)
+            self.assertEqual(
+                len(cache.checkpoint.reviews), len(snapshot.dataset.reviews) - 200
+            )
             fresh = load_snapshot(directory, links)
             for name, document in fresh.documents.items():
                 if name == "/developers":

@@ -121,6 +121,9 @@ class ReviewCache:
         self.analysed = 0
         self.reused = 0
         self.discarded: str | None = None
+        #: Where the next derivation may start (derive.Checkpoint): kept
+        #: here, beside the analyses it adds up, never stored.
+        self.checkpoint: Any = None
         self.load()
 
     def __len__(self) -> int:

@@ -120,10 +120,13 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+import math
 from collections import Counter
+from itertools import chain, compress
 from sys import intern
 from typing import Any
 
+import attrs
 import orjson
 
 from reviewsd import __version__
@@ -131,7 +134,14 @@ from reviewsd.insights.analysis import Analysis
 from reviewsd.insights.cache import Mentions, ReviewCache
 from reviewsd.insights.data import ASPECTS, PROBLEMS, STOPWORDS, TOPICS, VERSIONS
 from reviewsd.insights.gcpause import paused
-from reviewsd.insights.prose import Figures, faq, pull_quote, summary
+from reviewsd.insights.prose import (
+    Candidate,
+    Figures,
+    faq,
+    pull_quote,
+    quote_order,
+    summary,
+)
 from reviewsd.insights.sentiment import (
     NEGATIVE_THRESHOLD,
     POSITIVE_THRESHOLD,
@@ -146,7 +156,7 @@ from reviewsd.insights.temporal import (
     trend,
 )
 from reviewsd.mentions import Matcher
-from reviewsd.model import Business, Dataset
+from reviewsd.model import Business, Dataset, Review
 
 #: Schema version of the document; bumped when the taxonomy changes.
 INSIGHTS_VERSION = 1
@@ -209,53 +219,132 @@ def _pct(part: int, whole: int) -> float | None:
     return round(100 * part / whole, 1) if whole else None
 
 
-def _mean(values: list[float], places: int) -> float | None:
-    return round(sum(values) / len(values), places) if values else None
-
-
-class _Columns:
-    """The published reviews by position (dataset order, newest first)."""
-
-    __slots__ = ("ids", "ratings", "scores")
-
-    def __init__(self) -> None:
-        self.ids: list[str] = []
-        self.ratings: list[int] = []
-        self.scores: list[float | None] = []
-
-    def figures(self, positions: list[int]) -> dict[str, Any]:
-        """Statistics of the reviews at C{positions}, which mention something."""
-        scores = [s for s in map(self.scores.__getitem__, positions) if s is not None]
-        count = len(positions)
-        return {
-            "mention_count": count,
-            "average_rating": (
-                round(sum(map(self.ratings.__getitem__, positions)) / count, 2)
-                if count
-                else None
-            ),
-            "sentiment_score": _mean(scores, 4),
-            "positive_pct": _pct(
-                sum(1 for s in scores if s >= POSITIVE_THRESHOLD), len(scores)
-            ),
-            "example_review_ids": [self.ids[p] for p in positions[:EXAMPLES]],
-        }
+def _fmean(values: list[float], places: int) -> float | None:
+    """The mean, exactly summed: the same whatever order the values came in."""
+    return round(math.fsum(values) / len(values), places) if values else None
 
 
 class _Mentioned:
-    """Reviews that mention one aspect or kind of problem."""
+    """
+    Reviews that mention one aspect, kind of problem, topic, technician,
+    service or place, by ordinal (oldest first).
+    """
 
-    __slots__ = ("positions", "values", "phrases", "opinions")
+    __slots__ = ("ordinals", "values", "phrases", "agrees")
 
     def __init__(self) -> None:
-        self.positions: list[int] = []
+        self.ordinals: list[int] = []
         #: The aspect's score in each of those reviews.
         self.values: list[float] = []
-        #: The phrases of every review (each once per review); and those of
-        #: the reviews where the mention's sentiment agrees with the stars
-        #: (positive at 4-5, negative at 1-3).  Counted once, at the end.
-        self.phrases: list[str] = []
-        self.opinions: list[str] = []
+        #: Each mention's phrases, and whether its sentiment agrees with
+        #: the stars (positive at 4-5, negative at 1-3).
+        self.phrases: list[tuple[str, ...]] = []
+        self.agrees: list[bool] = []
+
+    def copy(self) -> _Mentioned:
+        other = _Mentioned()
+        other.ordinals, other.values = self.ordinals[:], self.values[:]
+        other.phrases, other.agrees = self.phrases[:], self.agrees[:]
+        return other
+
+    def counts(self) -> tuple[Counter[str], Counter[str]]:
+        """The phrases of the newest mentions, and of those that agree."""
+        phrases = self.phrases[-PHRASE_MENTIONS:]
+        agreeing = compress(phrases, self.agrees[-PHRASE_MENTIONS:])
+        return Counter(chain.from_iterable(phrases)), Counter(
+            chain.from_iterable(agreeing)
+        )
+
+
+class _Tally:
+    """
+    What a pass over the reviews, oldest first, adds up: the document is
+    computed from it.  Because a pass only appends, a copy taken part way
+    is where the next derivation can start when its older reviews are the
+    same objects (L{ReviewCache.checkpoint}).
+    """
+
+    __slots__ = (
+        "ids",
+        "ratings",
+        "scores",
+        "months",
+        "aspects",
+        "problems",
+        "named",
+        "per_review",
+        "quotes",
+        "quoted_rating",
+    )
+
+    def __init__(self, business: Business) -> None:
+        self.ids: list[str] = []
+        self.ratings: list[int] = []
+        self.scores: list[float | None] = []
+        self.months: dict[int, MonthTally] = {}
+        self.aspects = {a.id: _Mentioned() for a in ASPECTS}
+        self.problems = {p.id: _Mentioned() for p in PROBLEMS}
+        #: topics, technicians, services and places, each by its key
+        self.named: tuple[dict[str, list[int]], ...] = (
+            {t.id: [] for t in TOPICS},
+            {t.name: [] for t in business.technicians},
+            {s.id: [] for s in business.services},
+            {a: [] for a in business.service_areas},
+        )
+        self.per_review: list[bytes] = []
+        #: The best pull-quote candidate for each set of aspects (all that
+        #: the choice between candidates of equal aspects depends on), from
+        #: the best-rated reviews.
+        self.quotes: dict[tuple[str, ...], Candidate] = {}
+        self.quoted_rating = 4
+
+    def copy(self, business: Business) -> _Tally:
+        other = _Tally(business)
+        other.ids, other.ratings = self.ids[:], self.ratings[:]
+        other.scores, other.per_review = self.scores[:], self.per_review[:]
+        other.months = {month: t.copy() for month, t in self.months.items()}
+        other.aspects = {k: m.copy() for k, m in self.aspects.items()}
+        other.problems = {k: m.copy() for k, m in self.problems.items()}
+        other.named = tuple(
+            {name: ordinals[:] for name, ordinals in index.items()}
+            for index in self.named
+        )
+        other.quotes, other.quoted_rating = dict(self.quotes), self.quoted_rating
+        return other
+
+    def figures(self, ordinals: list[int]) -> dict[str, Any]:
+        """Statistics of the reviews at C{ordinals}, which mention something."""
+        scores = [s for s in map(self.scores.__getitem__, ordinals) if s is not None]
+        count = len(ordinals)
+        return {
+            "mention_count": count,
+            "average_rating": (
+                round(sum(map(self.ratings.__getitem__, ordinals)) / count, 2)
+                if count
+                else None
+            ),
+            "sentiment_score": _fmean(scores, 4),
+            "positive_pct": _pct(
+                sum(map(POSITIVE_THRESHOLD.__le__, scores)), len(scores)
+            ),
+            "example_review_ids": self.newest(ordinals),
+        }
+
+    def newest(self, ordinals: list[int]) -> list[str]:
+        return [self.ids[o] for o in reversed(ordinals[-EXAMPLES:])]
+
+
+@attrs.frozen
+class Checkpoint:
+    """
+    A copy of the tally after the oldest reviews of one derivation: the
+    reviews themselves (oldest first) and the business fingerprint it is
+    valid for.
+    """
+
+    key: str
+    reviews: tuple[Review, ...]
+    tally: _Tally
 
 
 def top_phrases(
@@ -406,6 +495,12 @@ _RATING_ONLY = orjson.dumps(
 )
 
 
+#: How many of the newest reviews a derivation's checkpoint leaves out:
+#: new reviews, and replies to recent ones, land there, so that the next
+#: derivation adds up only those.
+CHECKPOINT_DISTANCE = 2_000
+
+
 def derive_insights(
     dataset: Dataset,
     matcher: Matcher,
@@ -422,6 +517,22 @@ def derive_insights(
         return _derive(dataset, matcher, cache, generated_at)
 
 
+def _resume(
+    reviews: tuple[Review, ...], key: str, checkpoint: Checkpoint | None
+) -> int:
+    """How many of the oldest reviews C{checkpoint} has added up already."""
+    if checkpoint is None or checkpoint.key != key:
+        return 0
+    done = len(checkpoint.reviews)
+    if done > len(reviews):
+        return 0
+    kept = checkpoint.reviews
+    for ordinal in range(done):
+        if reviews[-1 - ordinal] is not kept[ordinal]:
+            return 0
+    return done
+
+
 def _derive(
     dataset: Dataset,
     matcher: Matcher,
@@ -430,33 +541,35 @@ def _derive(
 ) -> dict[str, Any]:
     business = dataset.business
     key = business_key(business)
+    reviews = dataset.reviews
+    size = len(reviews)
+    start = _resume(reviews, key, cache.checkpoint)
+    tally = cache.checkpoint.tally.copy(business) if start else _Tally(business)
+    mark = max(start, size - CHECKPOINT_DISTANCE)
 
-    columns = _Columns()
-    ids, ratings, scores = columns.ids, columns.ratings, columns.scores
-    months: dict[int, MonthTally] = {}
-    aspects = {a.id: _Mentioned() for a in ASPECTS}
-    problems = {p.id: _Mentioned() for p in PROBLEMS}
-    topics: dict[str, list[int]] = {t.id: [] for t in TOPICS}
-    technicians: dict[str, list[int]] = {t.name: [] for t in business.technicians}
-    services: dict[str, list[int]] = {s.id: [] for s in business.services}
-    areas: dict[str, list[int]] = {a: [] for a in business.service_areas}
-    per_review: list[bytes] = []
-    quotes: list[tuple[str, str, int, float, list[str]]] = []
-    quoted_rating = 4
+    ids, ratings, scores = tally.ids, tally.ratings, tally.scores
+    months, aspects, problems = tally.months, tally.aspects, tally.problems
+    per_review, quotes = tally.per_review, tally.quotes
+    topics, technicians, services, areas = tally.named
 
-    for position, review in enumerate(dataset.reviews):
+    for ordinal in range(start, size):
+        if ordinal == mark and mark > start:
+            cache.checkpoint = Checkpoint(
+                key, reviews[size - ordinal :][::-1], tally.copy(business)
+            )
+        review = reviews[-1 - ordinal]
         rating = review.rating
         review_id = review.id
         ids.append(review_id)
         ratings.append(rating)
         month = month_key(review.date)
-        tally = months.get(month)
-        if tally is None:
-            tally = months[month] = MonthTally()
+        month_tally = months.get(month)
+        if month_tally is None:
+            month_tally = months[month] = MonthTally()
         text = review.text
         if text is None:
             scores.append(None)
-            tally.add(rating, None)
+            month_tally.add(rating, None)
             per_review.append(orjson.dumps(review_id) + b":" + _RATING_ONLY)
             continue
         entry = cache.entry(review_id, text)
@@ -471,24 +584,22 @@ def _derive(
             memo = entry.memo = _Memo(review_id, analysis, mentions, rating)
         score = memo.score
         scores.append(score)
-        tally.add(rating, score)
+        month_tally.add(rating, score)
         per_review.append(memo.json)
 
         for aspect, value, phrases, agrees in memo.aspects:
             mentioned = aspects.get(aspect)
             if mentioned is not None:
-                mentioned.positions.append(position)
+                mentioned.ordinals.append(ordinal)
                 mentioned.values.append(value)
-                if len(mentioned.positions) <= PHRASE_MENTIONS:
-                    mentioned.phrases += phrases
-                    if agrees:
-                        mentioned.opinions += phrases
+                mentioned.phrases.append(phrases)
+                mentioned.agrees.append(agrees)
         for problem, phrases in memo.problems:
             mentioned = problems.get(problem)
             if mentioned is not None:
-                mentioned.positions.append(position)
-                if len(mentioned.positions) <= PHRASE_MENTIONS:
-                    mentioned.phrases += phrases
+                mentioned.ordinals.append(ordinal)
+                mentioned.phrases.append(phrases)
+                mentioned.agrees.append(False)
         found_technicians, found_services, found_areas = memo.mentions
         for index, names in (
             (topics, memo.topics),
@@ -497,24 +608,27 @@ def _derive(
             (areas, found_areas),
         ):
             for name in names:
-                positions = index.get(name)
-                if positions is not None:
-                    positions.append(position)
+                ordinals = index.get(name)
+                if ordinals is not None:
+                    ordinals.append(ordinal)
 
-        if memo.quotes and rating >= quoted_rating:
-            if rating > quoted_rating:
+        if memo.quotes and rating >= tally.quoted_rating:
+            if rating > tally.quoted_rating:
                 quotes.clear()
-                quoted_rating = rating
+                tally.quoted_rating = rating
             for sentence, compound, aspect_ids in memo.quotes:
-                quotes.append((review_id, sentence, rating, compound, aspect_ids))
-
+                candidate = (review_id, sentence, rating, compound, aspect_ids)
+                group = tuple(aspect_ids)
+                best = quotes.get(group)
+                if best is None or quote_order(candidate) < quote_order(best):
+                    quotes[group] = candidate
     cache.retain(ids)
 
     scored = [s for s in scores if s is not None]
-    positive = sum(1 for s in scored if s >= POSITIVE_THRESHOLD)
-    negative = sum(1 for s in scored if s <= NEGATIVE_THRESHOLD)
+    positive = sum(map(POSITIVE_THRESHOLD.__le__, scored))
+    negative = sum(map(NEGATIVE_THRESHOLD.__ge__, scored))
     overall_sentiment = {
-        "score": _mean(scored, 4),
+        "score": _fmean(scored, 4),
         "positive_pct": _pct(positive, len(scored)),
         "neutral_pct": _pct(len(scored) - positive - negative, len(scored)),
         "negative_pct": _pct(negative, len(scored)),
@@ -526,8 +640,8 @@ def _derive(
         mentioned = aspects[aspect.id]
         values = mentioned.values
         count = len(values)
-        positive = sum(1 for v in values if v >= POSITIVE_THRESHOLD)
-        negative = sum(1 for v in values if v <= NEGATIVE_THRESHOLD)
+        positive = sum(map(POSITIVE_THRESHOLD.__le__, values))
+        negative = sum(map(NEGATIVE_THRESHOLD.__ge__, values))
         aspect_list.append(
             {
                 "id": aspect.id,
@@ -537,11 +651,9 @@ def _derive(
                 "neutral_count": count - positive - negative,
                 "negative_count": negative,
                 "positive_pct": _pct(positive, count),
-                "score": _mean(values, 4),
-                "top_phrases": top_phrases(
-                    Counter(mentioned.phrases), Counter(mentioned.opinions)
-                ),
-                "example_review_ids": [ids[p] for p in mentioned.positions[:EXAMPLES]],
+                "score": _fmean(values, 4),
+                "top_phrases": top_phrases(*mentioned.counts()),
+                "example_review_ids": tally.newest(mentioned.ordinals),
             }
         )
     # Most mentioned first; sorted() is stable, so ties keep taxonomy order.
@@ -553,14 +665,14 @@ def _derive(
     entities = {
         "technicians": ranked(
             [
-                {"name": name, **columns.figures(positions)}
-                for name, positions in technicians.items()
+                {"name": name, **tally.figures(ordinals)}
+                for name, ordinals in technicians.items()
             ],
             "name",
         ),
         "services": ranked(
             [
-                {"id": s.id, "name": s.name, **columns.figures(services[s.id])}
+                {"id": s.id, "name": s.name, **tally.figures(services[s.id])}
                 for s in business.services
             ],
             "id",
@@ -570,30 +682,26 @@ def _derive(
                 {
                     "id": p.id,
                     "label": p.label,
-                    "mention_count": len(problems[p.id].positions),
-                    "top_phrases": top_phrases(
-                        Counter(problems[p.id].phrases), Counter()
-                    ),
-                    "example_review_ids": [
-                        ids[i] for i in problems[p.id].positions[:EXAMPLES]
-                    ],
+                    "mention_count": len(problems[p.id].ordinals),
+                    "top_phrases": top_phrases(*problems[p.id].counts()),
+                    "example_review_ids": tally.newest(problems[p.id].ordinals),
                 }
                 for p in PROBLEMS
-                if problems[p.id].positions
+                if problems[p.id].ordinals
             ],
             "id",
         ),
         "service_areas": ranked(
             [
-                {"name": name, **columns.figures(positions)}
-                for name, positions in areas.items()
+                {"name": name, **tally.figures(ordinals)}
+                for name, ordinals in areas.items()
             ],
             "name",
         ),
     }
     topic_list = ranked(
         [
-            {"id": t.id, "label": t.label, **columns.figures(topics[t.id])}
+            {"id": t.id, "label": t.label, **tally.figures(topics[t.id])}
             for t in TOPICS
             if topics[t.id]
         ],
@@ -617,7 +725,7 @@ def _derive(
         trend=trend_word,
         trend_basis=trend_basis,
     )
-    quote, quote_id = pull_quote(quotes, aspect_list)
+    quote, quote_id = pull_quote(list(quotes.values()), aspect_list)
 
     return {
         "version": INSIGHTS_VERSION,
@@ -637,7 +745,7 @@ def _derive(
             "trend_basis": trend_basis,
         },
         # already JSON: a hundred thousand entries are not worth objects
-        "per_review": orjson.Fragment(b"{%s}" % b",".join(per_review)),
+        "per_review": orjson.Fragment(b"{%s}" % b",".join(reversed(per_review))),
         "faq": faq(figures),
         "summary": summary(figures),
         "pull_quote": quote,

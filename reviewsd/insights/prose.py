@@ -287,25 +287,33 @@ def summary(figures: Figures) -> str:
     return " ".join(sentences)
 
 
+Candidate = tuple[str, str, int, float, list[str]]
+"""A pull-quote candidate: review id, sentence, rating, compound, aspect ids."""
+
+
+def quote_order(candidate: Candidate) -> tuple[Any, ...]:
+    """How candidates of the same aspects rank: see L{pull_quote}."""
+    review_id, sentence, _, compound, _ = candidate
+    return (-compound, len(sentence), review_id, sentence)
+
+
 def pull_quote(
-    candidates: list[tuple[str, str, int, float, list[str]]],
+    candidates: list[Candidate],
     aspects: list[dict[str, Any]],
 ) -> tuple[str | None, str | None]:
     """
     The pull quote and the id of its review: among the candidate sentences
-    (C{(review id, sentence, rating, compound, aspect ids)}, from the
-    best-rated reviews), the one whose aspects customers praise most often
-    (the sum of those aspects' positive counts), then the most positive,
-    then the shortest, then by review id and text.
+    (from the best-rated reviews), the one whose aspects customers praise
+    most often (the sum of those aspects' positive counts), then the most
+    positive, then the shortest, then by review id and text.
     """
     if not candidates:
         return None, None
     praise = {a["id"]: a["positive_count"] for a in aspects}
 
-    def rank(c: tuple[str, str, int, float, list[str]]) -> tuple[Any, ...]:
-        review_id, sentence, _, compound, ids = c
-        weight = sum(praise.get(i, 0) for i in ids)
-        return (-weight, -compound, len(sentence), review_id, sentence)
+    def rank(candidate: Candidate) -> tuple[Any, ...]:
+        weight = sum(praise.get(i, 0) for i in candidate[4])
+        return (-weight, *quote_order(candidate))
 
     review_id, sentence, *_ = min(candidates, key=rank)
     return sentence, review_id

@@ -17,6 +17,7 @@ change).  L{TREND_RULE} says so in the document.
 from __future__ import annotations
 
 import datetime
+import math
 from typing import Any
 
 WINDOW_MONTHS = 6
@@ -43,20 +44,34 @@ def month_name(key: int) -> str:
 
 
 class MonthTally:
-    __slots__ = ("count", "rating_sum", "scored", "score_sum")
+    """One month's reviews; scores are summed exactly, in any order."""
+
+    __slots__ = ("count", "rating_sum", "scores")
 
     def __init__(self) -> None:
         self.count = 0
         self.rating_sum = 0
-        self.scored = 0
-        self.score_sum = 0.0
+        self.scores: list[float] = []
 
     def add(self, rating: int, score: float | None) -> None:
         self.count += 1
         self.rating_sum += rating
         if score is not None:
-            self.scored += 1
-            self.score_sum += score
+            self.scores.append(score)
+
+    @property
+    def scored(self) -> int:
+        return len(self.scores)
+
+    @property
+    def score_sum(self) -> float:
+        return math.fsum(self.scores)
+
+    def copy(self) -> MonthTally:
+        tally = MonthTally()
+        tally.count, tally.rating_sum = self.count, self.rating_sum
+        tally.scores = self.scores[:]
+        return tally
 
 
 def monthly(tallies: dict[int, MonthTally]) -> list[dict[str, Any]]:
