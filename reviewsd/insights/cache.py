@@ -251,9 +251,9 @@ class ReviewCache:
                 if not isinstance(analysis, str):
                     raise ValueError(f"entry {review_id!r} is not an analysis")
                 found = _mentions_from_json(mentions)
-                if found is None:
-                    mentions_key = None
-                entries[review_id] = _Entry(digest, analysis, mentions_key, found)
+                # one business fingerprint for all, not one string per row
+                key = None if found is None else sys.intern(mentions_key)
+                entries[review_id] = _Entry(digest, analysis, key, found)
             return entries
         finally:
             connection.close()

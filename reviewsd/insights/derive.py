@@ -453,7 +453,14 @@ class _Memo:
         self.topics = tuple(map(intern, analysis["t"]))
         self.mentions = mentions
         # only the best-rated reviews' sentences can be the pull quote
-        self.quotes = tuple(map(tuple, analysis["q"])) if rating >= 4 else ()
+        self.quotes = (
+            tuple(
+                (sentence, compound, tuple(map(intern, aspect_ids)))
+                for sentence, compound, aspect_ids in analysis["q"]
+            )
+            if rating >= 4
+            else ()
+        )
         score = self.score
         technicians, services, areas = mentions
         self.json = _entry_json(
@@ -618,10 +625,9 @@ def _derive(
                 tally.quoted_rating = rating
             for sentence, compound, aspect_ids in memo.quotes:
                 candidate = (review_id, sentence, rating, compound, aspect_ids)
-                group = tuple(aspect_ids)
-                best = quotes.get(group)
+                best = quotes.get(aspect_ids)
                 if best is None or quote_order(candidate) < quote_order(best):
-                    quotes[group] = candidate
+                    quotes[aspect_ids] = candidate
     cache.retain(ids)
 
     scored = [s for s in scores if s is not None]

@@ -287,7 +287,7 @@ def summary(figures: Figures) -> str:
     return " ".join(sentences)
 
 
-Candidate = tuple[str, str, int, float, list[str]]
+Candidate = tuple[str, str, int, float, Sequence[str]]
 """A pull-quote candidate: review id, sentence, rating, compound, aspect ids."""
 
 
