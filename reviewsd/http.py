@@ -8,16 +8,20 @@ Requests only read the current snapshot; nothing here builds a document.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from datetime import date
 from functools import lru_cache, partial
 from typing import Any
 
 from klein import Klein
 from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IAddress
 from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
 from twisted.python.failure import Failure
-from twisted.web.http import HTTPChannel, stringToDatetime
+from twisted.web.http import NOT_MODIFIED, HTTPChannel, stringToDatetime
+from twisted.web.http_headers import Headers
 from twisted.web.resource import IResource, Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 from werkzeug.exceptions import MethodNotAllowed, NotFound
@@ -27,7 +31,7 @@ from reviewsd.lifecycle import InFlight
 from reviewsd.links import HUB_PATH, MCP_PATH, SEARCH_PATH, SINCE_PATH
 from reviewsd.pages import HOME_PATH, prefers_json
 from reviewsd.search import InvalidParameters, SearchQuery, date_parameter
-from reviewsd.snapshot import Document, SnapshotSource
+from reviewsd.snapshot import JSON, Document, Representation, SnapshotSource
 
 log = Logger()
 
@@ -41,11 +45,11 @@ within 5 seconds, and the daemon sees one request per cache per 5 seconds.
 
 _READ_METHODS = b"GET, HEAD, OPTIONS"
 _SHARED_HEADERS = (
-    (b"Access-Control-Allow-Origin", [b"*"]),
-    (b"Access-Control-Expose-Headers", [b"ETag, Link"]),
-    (b"Cache-Control", [CACHE_CONTROL]),
-    (b"Vary", [b"Accept-Encoding"]),
-    (b"X-Content-Type-Options", [b"nosniff"]),
+    (b"Access-Control-Allow-Origin", b"*"),
+    (b"Access-Control-Expose-Headers", b"ETag, Link"),
+    (b"Cache-Control", CACHE_CONTROL),
+    (b"Vary", b"Accept-Encoding"),
+    (b"X-Content-Type-Options", b"nosniff"),
 )
 _ENTITY_TAG = re.compile(rb'(?:W/)?("[^"]*")')
 _INLINE_SINCE = 2000
@@ -83,8 +87,10 @@ def accepts_gzip(accept_encoding: bytes | None) -> bool:
     return star_q is not None and star_q > 0
 
 
-def _none_match(values: list[bytes], etag: bytes) -> bool:
+def _none_match(values: Sequence[bytes], etag: bytes) -> bool:
     """C{If-None-Match} with weak comparison (RFC 9110 13.1.2)."""
+    if len(values) == 1 and values[0] == etag:
+        return True  # what caches and wrk send: the ETag they were given
     for value in values:
         if value.strip() == b"*":
             return True
@@ -116,32 +122,90 @@ def not_modified(request: Request, etag: bytes, last_modified: int) -> bool:
     return False
 
 
+RawHeaders = dict[bytes, list[bytes]]
+"""Headers as L{Headers} keeps them inside: encoded names, lists of values."""
+
+
+def _raw(*headers: tuple[bytes, bytes | None]) -> RawHeaders:
+    """A block of headers for L{set_raw}; C{None} values are left out."""
+    block = Headers()
+    for name, value in headers:
+        if value is not None:
+            block.setRawHeaders(name, [value])
+    return dict(block._rawHeaders)
+
+
+def set_raw(request: Request, block: RawHeaders) -> None:
+    """
+    Set a block of headers made by L{_raw} at once, rather than one by one
+    through L{Headers.setRawHeaders}, which encodes and checks each name and
+    value again: for a cached document, that cost more than everything else
+    the daemon adds to a request. The value lists are shared between
+    requests: nothing appends to them (only C{addRawHeader} would).
+    """
+    request.responseHeaders._rawHeaders.update(block)
+
+
+class _Prepared:
+    """
+    Everything sent about a document, ready to set: for each representation,
+    itself, the headers of every answer and those only a 200 adds.
+    """
+
+    __slots__ = ("document", "identity", "gzipped")
+
+    def __init__(self, document: Document) -> None:
+        # a weak reference: the answers of an old snapshot go with it
+        self.document = weakref.ref(document, partial(_discard, id(document)))
+
+        def prepare(representation: Representation) -> _Answer:
+            return (
+                representation,
+                _raw(
+                    *_SHARED_HEADERS,
+                    (b"ETag", representation.etag),
+                    (b"Last-Modified", document.http_date),
+                    (b"Link", document.links),
+                    *document.headers,
+                ),
+                _raw(
+                    (b"Content-Type", document.content_type),
+                    (b"Content-Encoding", representation.encoding),
+                    (b"Content-Length", b"%d" % len(representation.body)),
+                ),
+            )
+
+        self.identity = prepare(document.identity)
+        self.gzipped = None if document.gzipped is None else prepare(document.gzipped)
+
+
+_Answer = tuple[Representation, RawHeaders, RawHeaders]
+_prepared: dict[int, _Prepared] = {}
+"""The documents served lately, by identity; each leaves when it dies."""
+
+
+def _discard(key: int, _: object) -> None:
+    _prepared.pop(key, None)
+
+
 def serve_document(request: Request, document: Document) -> bytes:
     """
     Set every header for C{document} and return the bytes to send: the
     body, or nothing for HEAD and 304.
     """
-    representation = document.identity
-    if document.gzipped is not None and accepts_gzip(
+    prepared = _prepared.get(id(document))
+    if prepared is None or prepared.document() is not document:
+        prepared = _prepared[id(document)] = _Prepared(document)
+    representation, always, ok = prepared.identity
+    if prepared.gzipped is not None and accepts_gzip(
         request.getHeader(b"accept-encoding")
     ):
-        representation = document.gzipped
-    headers = request.responseHeaders
-    for name, value in _SHARED_HEADERS:
-        headers.setRawHeaders(name, value)
-    headers.setRawHeaders(b"ETag", [representation.etag])
-    headers.setRawHeaders(b"Last-Modified", [document.http_date])
-    if document.links is not None:
-        headers.setRawHeaders(b"Link", [document.links])
-    for name, value in document.headers:
-        headers.setRawHeaders(name, [value])
+        representation, always, ok = prepared.gzipped
+    set_raw(request, always)
     if not_modified(request, representation.etag, document.last_modified):
         request.setResponseCode(304)
         return b""
-    headers.setRawHeaders(b"Content-Type", [document.content_type])
-    if representation.encoding is not None:
-        headers.setRawHeaders(b"Content-Encoding", [representation.encoding])
-    headers.setRawHeaders(b"Content-Length", [b"%d" % len(representation.body)])
+    set_raw(request, ok)
     return b"" if request.method == b"HEAD" else representation.body
 
 
@@ -159,6 +223,32 @@ def _path(request: Request) -> str:
     return request.path.decode("utf-8", "replace")
 
 
+_SEARCH_HEADERS = _raw((b"Content-Type", JSON), (b"Cache-Control", CACHE_CONTROL))
+_CORS = _raw((b"Access-Control-Allow-Origin", b"*"))
+_queries: dict[bytes, SearchQuery] = {}
+
+
+def _search_query(request: Request) -> SearchQuery:
+    """
+    The checked query of a search: kept by query string, because clients
+    repeat theirs (a widget asks the same question of every visitor).
+    """
+    key = request.uri.partition(b"?")[2]
+    query = _queries.get(key)
+    if query is None:
+        query = SearchQuery.from_query(request.args)
+        if len(_queries) >= 1024:
+            _queries.clear()
+        _queries[key] = query
+    return query
+
+
+@lru_cache(maxsize=256)
+def _day(text: str) -> date:
+    """A since date; clients poll with the same few."""
+    return date_parameter("date", text)
+
+
 class ReviewsAPI:
     """
     The Klein application: routes computed per request, and the JSON error
@@ -174,17 +264,16 @@ class ReviewsAPI:
     @app.route(SEARCH_PATH, methods=["GET"])
     def search(self, request: Request) -> bytes:
         try:
-            query = SearchQuery.from_query(request.args)
+            query = _search_query(request)
         except InvalidParameters as e:
             return json_error(request, 400, **e.as_json())
-        request.setHeader(b"Content-Type", b"application/json")
-        request.setHeader(b"Cache-Control", CACHE_CONTROL)
+        set_raw(request, _SEARCH_HEADERS)
         return self._source.snapshot.search(query)
 
     @app.route(SINCE_PATH + "/<day>", methods=["GET"])
     def since(self, request: Request, day: str) -> bytes | Deferred[bytes]:
         try:
-            when = date_parameter("date", day)
+            when = _day(day)
         except InvalidParameters as e:
             return json_error(request, 400, **e.as_json())
         snapshot = self._source.snapshot
@@ -253,12 +342,27 @@ def _method_error(request: Request, allowed: str) -> bytes:
 
 def _decodable(request: Request) -> bool:
     """Whether Klein can decode the URL; it would log an error otherwise."""
+    host = request.getHeader(b"host")
+    path = request.path
+    if path.isascii() and b"%" not in path and (host is None or host.isascii()):
+        return True  # (nearly every request)
     try:
         b"/".join(request.postpath).decode("utf-8")
         request.getRequestHostname().decode("utf-8")
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _sent(request: Request, body: bytes) -> int:
+    """
+    Write an answer whose headers are all set, and end it. Written here, not
+    returned: twisted.web would add C{Content-Length: 0} to a 304, which RFC
+    9110 forbids.
+    """
+    request.write(body)
+    request.finish()
+    return NOT_DONE_YET
 
 
 class Front(Resource):
@@ -290,20 +394,18 @@ class Front(Resource):
         would cost about 40% of their throughput; C{None} for the rest.
         """
         day = path[len(_SINCE_PREFIX) :]
-        route: Callable[[], bytes | Deferred[bytes]]
-        if path == SEARCH_PATH:
-            route = partial(self._routes.search, request)
-        elif path.startswith(_SINCE_PREFIX) and "/" not in day and "%" not in day:
-            # (percent-escapes go to Klein, which decodes them)
-            route = partial(self._routes.since, request, day)
-        else:
-            return None
         try:
-            answer = route()
+            if path == SEARCH_PATH:
+                answer = self._routes.search(request)
+            elif path.startswith(_SINCE_PREFIX) and "/" not in day and "%" not in day:
+                # (percent-escapes go to Klein, which decodes them)
+                answer = self._routes.since(request, day)
+            else:
+                return None
         except Exception:
             return internal_error(request, Failure())
         if isinstance(answer, bytes):
-            return answer
+            return _sent(request, answer) if request.code == NOT_MODIFIED else answer
 
         gone: list[Failure] = []
         request.notifyFinish().addErrback(gone.append)
@@ -342,7 +444,7 @@ class Front(Resource):
             return b""
         if document is None:
             if method in (b"GET", b"HEAD"):
-                request.setHeader(b"Access-Control-Allow-Origin", b"*")
+                set_raw(request, _CORS)
             if not _decodable(request):
                 return json_error(
                     request,
@@ -372,11 +474,7 @@ class Front(Resource):
             request.setHeader(b"Allow", _READ_METHODS)
             body = _method_error(request, _READ_METHODS.decode("ascii"))
             request.setHeader(b"Content-Length", b"%d" % len(body))
-        # Written here, not returned: twisted.web would add Content-Length: 0
-        # to a 304, which RFC 9110 forbids.
-        request.write(body)
-        request.finish()
-        return NOT_DONE_YET
+        return _sent(request, body)
 
 
 BODY_LIMITS: dict[str, int] = {MCP_PATH: 1024 * 1024, HUB_PATH: 64 * 1024}
@@ -418,6 +516,9 @@ class CappedRequest(Request):
             site.in_flight.add(self)
 
     def gotLength(self, length: int | None) -> None:  # noqa: N802
+        if length == 0:  # no body: nothing to limit (most requests)
+            super().gotLength(0)
+            return
         if self._site is not None:
             # the request line is in, but not parsed into self.path yet
             target = getattr(self.channel, "_path", None)
@@ -480,6 +581,22 @@ class ReviewsChannel(HTTPChannel):
 
     site: ReviewsSite
     receiving_since: float | None = None
+    _peer: IAddress | None = None
+    _host: IAddress | None = None
+
+    def getPeer(self) -> IAddress:  # noqa: N802
+        """
+        The client's address, asked of the transport once per connection:
+        each request asks for it (and for L{getHost}, a system call).
+        """
+        if self._peer is None:
+            self._peer = super().getPeer()
+        return self._peer
+
+    def getHost(self) -> IAddress:  # noqa: N802
+        if self._host is None:
+            self._host = super().getHost()
+        return self._host
 
     def connectionMade(self) -> None:  # noqa: N802
         super().connectionMade()

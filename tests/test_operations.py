@@ -31,6 +31,7 @@ from twisted.internet.threads import deferToThread
 from twisted.logger import (
     Logger,
     LogLevel,
+    formatEvent,
     globalLogPublisher,
 )
 from twisted.trial.unittest import SkipTest, SynchronousTestCase, TestCase
@@ -441,6 +442,30 @@ class AccessLogTests(SiteTestCase):
             e for e in self.events if e.get("log_namespace") == "reviewsd.access"
         ]
         self.assertEqual(event["duration"], 0.25)
+
+    def test_a_line_with_braces(self) -> None:
+        """The line is the event's format: a brace in it stays a brace."""
+        self.site.observers.append(log_access)
+        Connection(self.site).request("GET", "/{x}?a={{b}}")
+        [event] = [
+            e for e in self.events if e.get("log_namespace") == "reviewsd.access"
+        ]
+        self.assertEqual(formatEvent(event), event["request"])
+        self.assertIn('"GET /{x}?a={{b}}" 404', formatEvent(event))
+
+
+class NotModifiedTests(SiteTestCase):
+    def test_no_content_length(self) -> None:
+        """A 304 is sent as it is, without twisted.web's Content-Length: 0."""
+        connection = Connection(self.site)
+        for path in ("/reviews.json", "/api/reviews/since/2025-01-01"):
+            for method in ("GET", "HEAD"):
+                tag = connection.request("GET", path).headers["etag"]
+                answer = connection.request(method, path, f"If-None-Match: {tag}")
+                self.assertEqual((answer.code, answer.body), (304, b""), path)
+                self.assertNotIn("content-length", answer.headers, path)
+                self.assertEqual(answer.headers["etag"], tag)
+                self.assertEqual(answer.headers["access-control-allow-origin"], "*")
 
 
 class MetricsTests(SiteTestCase):
