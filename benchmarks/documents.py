@@ -54,7 +54,7 @@ site = Site(Bare())
 site.noisy = False
 if access_log == "off":
     site.log = lambda request: None
-else:  # log as twistd --logfile does, so that both sides do the same work
+else:  # log as twistd does (text lines), so that both sides do the same work
     from twisted.logger import globalLogBeginner, textFileLogObserver
     globalLogBeginner.beginLoggingTo([textFileLogObserver(open(os.devnull, "w"))])
 reactor.listenTCP(int(port), site, interface="127.0.0.1")
@@ -79,7 +79,12 @@ def wait_for(url: str) -> None:
 
 
 def start_daemon(port: int, work: Path, *argv: str) -> subprocess.Popen[bytes]:
-    """twistd -n reviewsd on 127.0.0.1:port, logging to /dev/null."""
+    """
+    twistd -n reviewsd on 127.0.0.1:port, logging text to standard output,
+    which is /dev/null: as the bare resource does. (Not --logfile=/dev/null:
+    twistd rotates a log file at each megabyte, and as root it would rename
+    /dev/null and go on writing a regular file in its place.)
+    """
     return subprocess.Popen(
         [
             sys.executable,
@@ -87,7 +92,7 @@ def start_daemon(port: int, work: Path, *argv: str) -> subprocess.Popen[bytes]:
             "from twisted.scripts.twistd import run; run()",
             "--nodaemon",
             "--pidfile=",
-            "--logfile=/dev/null",
+            "--logfile=-",
             "reviewsd",
             "--listen",
             f"tcp:{port}:interface=127.0.0.1",
@@ -97,6 +102,7 @@ def start_daemon(port: int, work: Path, *argv: str) -> subprocess.Popen[bytes]:
         ],
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
         cwd=work,
+        stdout=subprocess.DEVNULL,
     )
 
 

@@ -237,9 +237,10 @@ def _search_query(request: Request) -> SearchQuery:
     query = _queries.get(key)
     if query is None:
         query = SearchQuery.from_query(request.args)
-        if len(_queries) >= 1024:
-            _queries.clear()
-        _queries[key] = query
+        if len(key) <= 1024:  # at most 1 MiB of keys
+            if len(_queries) >= 1024:
+                _queries.clear()
+            _queries[key] = query
     return query
 
 
