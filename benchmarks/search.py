@@ -24,6 +24,7 @@ from reviewsd.links import Links  # noqa: E402
 from reviewsd.loading import load_dataset  # noqa: E402
 from reviewsd.mentions import Matcher  # noqa: E402
 from reviewsd.search import SearchIndex, SearchQuery  # noqa: E402
+from reviewsd.service import settle_memory
 from reviewsd.snapshot import build_snapshot  # noqa: E402
 
 WORDS = [
@@ -99,6 +100,7 @@ def main() -> None:
     start = time.perf_counter()
     snapshot = build_snapshot(dataset, Links("http://localhost:8080"), 0)
     built = time.perf_counter() - start
+    settle_memory()  # as the daemon does after each build
     print(f"{len(dataset.reviews)} published reviews")
     print(
         f"load and check: {loaded:.2f} s; mention matching: {matched:.2f} s; "
