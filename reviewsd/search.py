@@ -440,6 +440,11 @@ class SearchIndex:
                 if moved:
                     self._postings.setdefault(key, array("l")).extend(moved)
         self._words = _Words(terms, previous._words if previous else None, keep)
+        # each rating's texts, for broad queries with a rating filter
+        self._texts_by_rating = {
+            stars: list(map(self._texts.__getitem__, positions))
+            for stars, positions in self._by_rating.items()
+        }
 
     def window(self, since: date | None, until: date | None) -> tuple[int, int]:
         """Positions C{[start, stop)} of reviews dated within the bounds."""
@@ -494,7 +499,10 @@ class SearchIndex:
                 candidates = [p for p in candidates if needle in texts[p]]
         else:
             assert needle is not None
-            candidates = self._text_matches(needle, start, stop)
+            narrowed = self._words.candidates(needle)
+            if narrowed is None:
+                return self._scan(needle, low, high, start, stop, q.limit)
+            candidates = self._narrowed(narrowed, needle, start, stop)
         matched = list(candidates)
         if (low, high) != (1, 5):
             # in C too: a table of the allowed ratings, looked up per review
@@ -511,17 +519,35 @@ class SearchIndex:
             matched = [p for p in matched if all(masks[p] & b for b in checks)]
         return len(matched), matched[: q.limit]
 
-    def _text_matches(self, needle: str, start: int, stop: int) -> list[int]:
+    def _scan(
+        self, needle: str, low: int, high: int, start: int, stop: int, limit: int
+    ) -> tuple[int, list[int]]:
+        """
+        A query too broad for the word index: every text of the window with
+        an allowed rating is tested, in loops that run in C. One pass counts
+        the matches without listing them; a second lists the first
+        C{limit}, stopping there.
+        """
+        if (low, high) == (1, 5):
+            window = range(start, stop)
+            count = sum(map(contains, islice(self._texts, start, stop), repeat(needle)))
+            hits = map(contains, islice(self._texts, start, stop), repeat(needle))
+            return count, list(islice(compress(window, hits), limit))
+        count, runs = 0, []
+        for stars in range(low, high + 1):
+            rated = self._by_rating[stars]
+            first, last = bisect_left(rated, start), bisect_left(rated, stop)
+            texts = self._texts_by_rating[stars][first:last]
+            count += sum(map(contains, texts, repeat(needle)))
+            hits = map(contains, texts, repeat(needle))
+            runs.append(compress(rated[first:last], hits))
+        return count, list(islice(heapq.merge(*runs), limit))
+
+    def _narrowed(
+        self, narrowed: Sequence[int], needle: str, start: int, stop: int
+    ) -> list[int]:
+        """The positions in the window of the candidates that hold C{needle}."""
         texts = self._texts
-        narrowed = self._words.candidates(needle)
-        if narrowed is None:
-            # a broad query: test every review, in a loop that runs in C
-            return list(
-                compress(
-                    range(start, stop),
-                    map(contains, islice(texts, start, stop), repeat(needle)),
-                )
-            )
         # positions [start, stop) are ordinals [size - stop, size - start)
         size, last = self.size, self.size - 1
         window = narrowed[
