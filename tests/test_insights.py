@@ -688,8 +688,8 @@ class CacheTests(SynchronousTestCase):
         self.assertEqual(len(again), 2)
         self.assertEqual(derive(dataset(self.records()), again), document)
 
-    def test_other_engine_version(self) -> None:
-        """Analyses made by another engine version are not reused."""
+    def saved_then(self, statement: str) -> Path:
+        """A cache file of C{records()}, then changed by one SQL statement."""
         path = Path(self.mktemp())
         path.parent.mkdir(parents=True, exist_ok=True)
         cache = ReviewCache(path)
@@ -697,25 +697,22 @@ class CacheTests(SynchronousTestCase):
         cache.save()
         connection = sqlite3.connect(path)
         with connection:
-            connection.execute("UPDATE meta SET value = 'old' WHERE key = 'engine'")
+            connection.execute(statement)
         connection.close()
+        return path
+
+    def test_other_engine_version(self) -> None:
+        """Analyses made by another engine version are not reused."""
+        path = self.saved_then("UPDATE meta SET value = 'old' WHERE key = 'engine'")
         again = ReviewCache(path)
         self.assertEqual(len(again), 0)
         self.assertIn("engine", again.discarded or "")
 
     def test_bad_row(self) -> None:
         """A row that is not an analysis is made again; the others are kept."""
-        path = Path(self.mktemp())
-        path.parent.mkdir(parents=True, exist_ok=True)
-        cache = ReviewCache(path)
-        derive(dataset(self.records()), cache)
-        cache.save()
-        connection = sqlite3.connect(path)
-        with connection:
-            connection.execute(
-                "UPDATE reviews SET analysis = '{not json' WHERE id = 'r002'"
-            )
-        connection.close()
+        path = self.saved_then(
+            "UPDATE reviews SET analysis = '{not json' WHERE id = 'r002'"
+        )
         counting = Counting()
         again = ReviewCache(path, analyser=counting)
         document = derive(dataset(self.records()), again)

@@ -78,9 +78,7 @@ class _Entry:
 
 def _mentions_from_json(raw: str | None) -> Mentions | None:
     found = None if raw is None else orjson.loads(raw)
-    if not isinstance(found, dict) or tuple(sorted(found)) != tuple(
-        sorted(_MENTION_KEYS)
-    ):
+    if not isinstance(found, dict) or found.keys() != set(_MENTION_KEYS):
         return None
     lists = [found[key] for key in _MENTION_KEYS]
     if not all(isinstance(names, list) for names in lists):
