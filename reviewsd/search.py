@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 import math
 import re
-import sys
 import unicodedata
 from array import array
 from bisect import bisect_left, bisect_right
@@ -274,25 +273,25 @@ class _Words:
     it: the query's words must appear inside words of a matching review.
 
     Postings hold ordinals counted from the oldest review (ordinal M{o} is
-    position M{size - 1 - o}): adding newer reviews leaves every older
-    review's ordinal as it was, so the index of the next snapshot shares
-    the lists of the words it did not add to.
+    position M{size - 1 - o}), unboxed: adding newer reviews leaves every
+    older review's ordinal as it was, so the index of the next snapshot
+    shares the arrays of the words it did not add to.
 
-    @param terms: each review's distinct words, by position.
+    @param texts: the casefolded texts, by position.
     @param previous: the words of the snapshot before, whose C{keep} oldest
-        reviews have the same terms as the oldest here: those are not
+        reviews have the same texts as the oldest here: those are not
         indexed again.
     """
 
     def __init__(
         self,
-        terms: Sequence[tuple[str, ...]],
+        texts: Sequence[str],
         previous: _Words | None = None,
         keep: int = 0,
     ) -> None:
-        size = len(terms)
-        postings: dict[str, list[int]] = {}
-        owned: set[str] = set()  # lists made here, which may be appended to
+        size = len(texts)
+        postings: dict[str, array[int]] = {}
+        owned: set[str] = set()  # arrays made here, which may be appended to
         if previous is not None and keep:
             for word, ordinals in previous._postings.items():
                 if ordinals[-1] < keep:
@@ -302,19 +301,18 @@ class _Words:
                     if cut:
                         postings[word] = ordinals[:cut]
                         owned.add(word)
-        get = postings.get
+        get, words = postings.get, _WORD.findall
         for ordinal in range(keep, size):
-            for word in terms[-1 - ordinal]:
+            for word in set(words(texts[-1 - ordinal])):
                 found = get(word)
                 if found is None:
-                    postings[word] = [ordinal]
+                    postings[word] = array("i", (ordinal,))
                     owned.add(word)
                 elif word in owned:
                     found.append(ordinal)
                 else:
-                    postings[word] = [*found, ordinal]
+                    postings[word] = found + array("i", (ordinal,))
                     owned.add(word)
-        self._terms = terms
         self._postings = postings
         self._size = size
 
@@ -352,11 +350,6 @@ Named = tuple[Collection[str], Collection[str], Collection[str]]
 """What a review mentions: technician names, service ids, place names."""
 
 
-def _terms(text: str) -> tuple[str, ...]:
-    # one string object per distinct word, however many reviews hold it
-    return tuple(map(sys.intern, set(_WORD.findall(text))))
-
-
 def _moved(positions: array[int], boundary: int, shift: int) -> array[int]:
     """The positions from C{boundary} on, each moved by C{shift}."""
     tail = positions[bisect_left(positions, boundary) :]
@@ -390,16 +383,12 @@ class SearchIndex:
         self._days = array("l", (-r.date.toordinal() for r in reviews))
         self._ratings = bytes(r.rating for r in reviews)
         self._texts: list[str] = []
-        terms: list[tuple[str, ...]] = []
         for position, review in enumerate(reviews):
             before = origin[position] if previous is not None else -1
             if before >= 0 and previous._reviews[before].text == review.text:  # type: ignore[union-attr]
                 self._texts.append(previous._texts[before])  # type: ignore[union-attr]
-                terms.append(previous._words._terms[before])  # type: ignore[union-attr]
             else:
-                text = fold_text(review.text) if review.text else ""
-                self._texts.append(text)
-                terms.append(_terms(text))
+                self._texts.append(fold_text(review.text) if review.text else "")
 
         keep = 0
         if previous is not None:
@@ -439,7 +428,7 @@ class SearchIndex:
                 moved = _moved(positions, boundary, shift)
                 if moved:
                     self._postings.setdefault(key, array("l")).extend(moved)
-        self._words = _Words(terms, previous._words if previous else None, keep)
+        self._words = _Words(self._texts, previous._words if previous else None, keep)
         # each rating's texts, for broad queries with a rating filter
         self._texts_by_rating = {
             stars: list(map(self._texts.__getitem__, positions))

@@ -28,7 +28,12 @@ from reviewsd.documents import (
     render_reviews,
     to_json,
 )
-from reviewsd.insights import ReviewCache, apply_overlay, derive_insights
+from reviewsd.insights import (
+    ReviewCache,
+    apply_overlay,
+    derive_insights,
+    share_per_review,
+)
 from reviewsd.links import (
     ATOM_FEED_PATH,
     INSIGHTS_PATH,
@@ -260,9 +265,10 @@ def _insights(
         insights = apply_overlay(insights, dataset.insights_overlay)
     per_review = to_json(insights.pop("per_review"))
     head = to_json(insights)
-    fingerprint = hashlib.sha256(head + per_review).digest()
+    fingerprint = hashlib.sha256(head)
+    fingerprint.update(per_review)
     generated_at = _rfc3339(modified)
-    if previous is not None and previous.insights_fingerprint == fingerprint:
+    if previous is not None and previous.insights_fingerprint == fingerprint.digest():
         generated_at = previous.insights["generated_at"]
     insights["generated_at"] = generated_at
     head = head.replace(
@@ -270,7 +276,8 @@ def _insights(
     )
     start = len(head) - 1 + len(_PER_REVIEW)
     body = b"".join((head[:-1], _PER_REVIEW, per_review, b"}"))
-    return insights, body, fingerprint, (start, start + len(per_review))
+    share_per_review(cache, body, start)
+    return insights, body, fingerprint.digest(), (start, start + len(per_review))
 
 
 _PER_REVIEW = b',"per_review":'

@@ -720,6 +720,103 @@ class CacheTests(SynchronousTestCase):
         self.assertEqual(document, derive(dataset(self.records())))
 
 
+    def rerated(self) -> Dataset:
+        """C{records()} with the second review's stars changed."""
+        changed = self.records()
+        changed[1]["rating"] = 2
+        return dataset(changed)
+
+    def test_read_back_once_saved(self) -> None:
+        """
+        Once saved, an analysis lives in the file only: what derivation
+        must make again of it (here, for new stars) reads it back from
+        there, without analysing the text.
+        """
+        path = self.saved_then(
+            "UPDATE reviews SET analysis = (SELECT analysis FROM reviews"
+            " WHERE id = 'r001') WHERE id = 'r002'"
+        )
+        counting = Counting()
+        cache = ReviewCache(path, analyser=counting)
+        derive(dataset(self.records()), cache)
+        cache.save()
+        document = derive(self.rerated(), cache)
+        self.assertEqual(counting.texts, [])
+        # r002 now carries r001's analysis, as the file says
+        self.assertEqual(
+            document["per_review"]["r002"]["sentiment"],
+            document["per_review"]["r001"]["sentiment"],
+        )
+
+    def test_read_back_missing(self) -> None:
+        """An analysis the file no longer holds is made again when needed."""
+        path = Path(self.mktemp())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        counting = Counting()
+        cache = ReviewCache(path, analyser=counting)
+        derive(dataset(self.records()), cache)
+        cache.save()
+        connection = sqlite3.connect(path)
+        with connection:
+            connection.execute("DELETE FROM reviews WHERE id = 'r002'")
+        connection.close()
+        document = derive(self.rerated(), cache)
+        self.assertEqual(counting.texts[2:], [self.records()[1]["text"]])
+        self.assertEqual(document, derive(self.rerated()))
+
+    def test_mentions_saved_without_analysis(self) -> None:
+        """
+        Mentions found again after a business change are saved beside the
+        analyses the file already holds, which stay usable.
+        """
+        path = Path(self.mktemp())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        records = [record(1, "Sammy was great.")]
+        cache = ReviewCache(path)
+        derive(dataset(records), cache)
+        cache.save()
+        business = {
+            **BUSINESS,
+            "technicians": [{"name": "Sam W", "aliases": ["Sammy"]}],
+        }
+        derive(dataset(records, business), cache)
+        cache.save()
+        counting = Counting()
+        again = ReviewCache(path, analyser=counting)
+        self.assertEqual(again.mentioned("r001"), (("Sam W",), (), ()))
+        document = derive(dataset(records, business), again)
+        self.assertEqual(counting.texts, [])
+        self.assertEqual(
+            document["per_review"]["r001"]["mentions"]["technicians"], ["Sam W"]
+        )
+
+    def test_file_broken_after_save(self) -> None:
+        """
+        A file broken while the daemon runs is replaced at the next save;
+        the analyses only it held are made again when next needed, and
+        the documents do not change.
+        """
+        path = Path(self.mktemp())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        counting = Counting()
+        cache = ReviewCache(path, analyser=counting)
+        first = derive(dataset(self.records()), cache)
+        cache.save()
+        path.write_bytes(b"this is not a database" * 100)
+        changed = self.records()
+        changed[0]["text"] = "Great job!"
+        derive(dataset(changed), cache)
+        cache.save()
+        again = ReviewCache(path)
+        self.assertIsNone(again.discarded)
+        self.assertEqual(len(again), 1)  # the one analysed since
+        self.assertEqual(derive(dataset(self.records()), cache), first)
+        self.assertEqual(
+            sorted(counting.texts[2:]),
+            ["Great job!", "Great job, Dev!", "Late and rude."],
+        )
+
+
 class DeterminismTests(SynchronousTestCase):
     def test_same_document(self) -> None:
         """

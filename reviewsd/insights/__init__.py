@@ -28,7 +28,12 @@ Modules, one concern each:
 
 from reviewsd.insights.analysis import ENGINE_VERSION
 from reviewsd.insights.cache import ReviewCache
-from reviewsd.insights.derive import INSIGHTS_VERSION, MODEL, derive_insights
+from reviewsd.insights.derive import (
+    INSIGHTS_VERSION,
+    MODEL,
+    derive_insights,
+    share_per_review,
+)
 from reviewsd.insights.overlay import (
     InsightsOverlayError,
     apply_overlay,
@@ -44,4 +49,5 @@ __all__ = [
     "apply_overlay",
     "check_overlay",
     "derive_insights",
+    "share_per_review",
 ]

@@ -11,7 +11,9 @@ aliases and keywords, so that a change to the business metadata re-runs
 only the (cheap) matching, never VADER.
 
 The file is this module's only I/O.  It is read once, at construction;
-L{ReviewCache.save} writes what changed since.  A file that is not a
+L{ReviewCache.save} writes what changed since.  An analysis that is in the
+file is not kept in memory too: derivation keeps what it made of it, and
+reads it back in the rare case it must make that again.  A file that is not a
 readable cache (corrupt, truncated, another program's, written by another
 engine version) is discarded and rebuilt, never fatal.  The cache is meant
 for one worker thread at a time; a lock keeps concurrent use from
@@ -50,9 +52,10 @@ def text_hash(text: str) -> str:
 
 class _Entry:
     """
-    One review's analysis, kept as the JSON it is stored as (a tenth of the
-    memory of the objects it stands for) and read only when derivation's
-    memo of it has to be made again.
+    One review's analysis, as the JSON it is stored as (a tenth of the
+    memory of the objects it stands for), parsed only when derivation's
+    memo of it has to be made again; C{raw} is C{None} once the file holds
+    it.
     """
 
     __slots__ = ("digest", "text", "raw", "mentions_key", "mentions", "memo")
@@ -60,7 +63,7 @@ class _Entry:
     def __init__(
         self,
         digest: str,
-        raw: str,
+        raw: str | None,
         mentions_key: str | None = None,
         mentions: Mentions | None = None,
         text: str | None = None,
@@ -116,12 +119,16 @@ class ReviewCache:
         self._removed: set[str] = set()
         self._rewrite = False
         self._lock = threading.RLock()
+        self._file: sqlite3.Connection | None = None  # for reading back
         self.analysed = 0
         self.reused = 0
         self.discarded: str | None = None
         #: Where the next derivation may start (derive.Checkpoint): kept
         #: here, beside the analyses it adds up, never stored.
         self.checkpoint: Any = None
+        #: The last derivation's C{per_review} members (derive._Tally),
+        #: until derive.share_per_review points them at the published bytes.
+        self.published: Any = None
         self.load()
 
     def __len__(self) -> int:
@@ -160,15 +167,40 @@ class ReviewCache:
         The analysis C{entry} holds; one the file held that does not read as
         an analysis is made again, in a new entry.
         """
+        raw = entry.raw
+        if raw is None:
+            raw = self._stored(review_id, entry.digest)
         try:
-            value = orjson.loads(entry.raw)
+            value = None if raw is None else orjson.loads(raw)
             if isinstance(value, dict) and _ANALYSIS_KEYS <= value.keys():
                 return entry, value
         except orjson.JSONDecodeError:
             pass
         with self._lock:
             entry = self._analysed(review_id, entry.text or "")
-            return entry, orjson.loads(entry.raw)
+            return entry, orjson.loads(entry.raw)  # type: ignore[arg-type]
+
+    def _stored(self, review_id: str, digest: str) -> str | None:
+        """The file's analysis of C{review_id}'s text, if it still has it."""
+        if self.path is None:
+            return None
+        with self._lock:
+            try:
+                if self._file is None:
+                    self._file = _connect_read_only(self.path, threads=True)
+                row = self._file.execute(
+                    "SELECT digest, analysis FROM reviews WHERE id = ?", (review_id,)
+                ).fetchone()
+            except sqlite3.Error:
+                return None
+        if row is None or row[0] != digest or not isinstance(row[1], str):
+            return None
+        return row[1]  # type: ignore[no-any-return]
+
+    def _close_file(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
     def mentions(
         self,
@@ -210,6 +242,7 @@ class ReviewCache:
     def load(self) -> None:
         """Read the file, if any; discard it when it is not a usable cache."""
         with self._lock:
+            self._close_file()
             self.discarded = None
             self._entries.clear()
             self._dirty.clear()
@@ -233,7 +266,7 @@ class ReviewCache:
 
     @staticmethod
     def _read(path: Path) -> dict[str, _Entry] | None:
-        connection = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
+        connection = _connect_read_only(path)
         try:
             meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
             if meta.get("schema") != str(_SCHEMA) or meta.get("engine") != (
@@ -241,14 +274,19 @@ class ReviewCache:
             ):
                 return None
             entries = {}
+            # most rows name the same few things: each text is read once
+            known: dict[str | None, Mentions | None] = {}
             rows = connection.execute(
                 "SELECT id, digest, analysis, mentions_key, mentions FROM reviews"
             )
             for review_id, digest, analysis, mentions_key, mentions in rows:
-                # analyses are read when used (ReviewCache.analysis)
+                # analyses are read when used (ReviewCache.read)
                 if not isinstance(analysis, str):
                     raise ValueError(f"entry {review_id!r} is not an analysis")
-                found = _mentions_from_json(mentions)
+                if mentions in known:
+                    found = known[mentions]
+                else:
+                    found = known[mentions] = _mentions_from_json(mentions)
                 # one business fingerprint for all, not one string per row
                 key = None if found is None else sys.intern(mentions_key)
                 entries[review_id] = _Entry(digest, analysis, key, found)
@@ -266,21 +304,51 @@ class ReviewCache:
         if self.path is None:
             return
         with self._lock, paused():
-            if not (self._rewrite or self._dirty or self._removed):
-                return
-            if not self._rewrite:
+            self._close_file()
+            if self._rewrite or self._dirty or self._removed:
+                if not self._rewrite:
+                    try:
+                        self._write(self.path, full=False)
+                    except sqlite3.Error:
+                        self._rewrite = True
+                if self._rewrite:
+                    self._recover(self.path)
+                    self.path.unlink(missing_ok=True)
+                    for suffix in ("-journal", "-wal", "-shm"):
+                        Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                    self._write(self.path, full=True)
+                self._dirty.clear()
+                self._removed.clear()
+                self._rewrite = False
+            # the file holds every analysis now
+            for entry in self._entries.values():
+                entry.raw = None
+
+    def _recover(self, path: Path) -> None:
+        """
+        Before a file is replaced, read back the analyses only it holds;
+        those it no longer gives are forgotten, to be made again when used.
+        """
+        stored: dict[str, tuple[str, str]] = {}
+        if any(entry.raw is None for entry in self._entries.values()):
+            try:
+                connection = _connect_read_only(path)
                 try:
-                    self._write(self.path, full=False)
-                except sqlite3.Error:
-                    self._rewrite = True
-            if self._rewrite:
-                self.path.unlink(missing_ok=True)
-                for suffix in ("-journal", "-wal", "-shm"):
-                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-                self._write(self.path, full=True)
-            self._dirty.clear()
-            self._removed.clear()
-            self._rewrite = False
+                    rows = connection.execute(
+                        "SELECT id, digest, analysis FROM reviews"
+                    )
+                    stored = {r: (d, a) for r, d, a in rows if isinstance(a, str)}
+                finally:
+                    connection.close()
+            except sqlite3.Error:
+                pass
+        for review_id, entry in list(self._entries.items()):
+            if entry.raw is None:
+                digest, analysis = stored.get(review_id, ("", ""))
+                if digest == entry.digest:
+                    entry.raw = analysis
+                else:
+                    del self._entries[review_id]
 
     def _write(self, path: Path, *, full: bool) -> None:
         ids = list(self._entries) if full else sorted(self._dirty)
@@ -304,14 +372,22 @@ class ReviewCache:
                         "DELETE FROM reviews WHERE id = ?",
                         [(r,) for r in sorted(self._removed)],
                     )
+                rows = [self._row(review_id) for review_id in ids]
+                # a row whose analysis the file holds changed its mentions only
                 connection.executemany(
                     "INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?)",
-                    [self._row(review_id) for review_id in ids],
+                    [row for row in rows if row[2] is not None],
+                )
+                connection.executemany(
+                    "UPDATE reviews SET mentions_key = ?, mentions = ? WHERE id = ?",
+                    [(row[3], row[4], row[0]) for row in rows if row[2] is None],
                 )
         finally:
             connection.close()
 
-    def _row(self, review_id: str) -> tuple[str, str, str, str | None, str | None]:
+    def _row(
+        self, review_id: str
+    ) -> tuple[str, str, str | None, str | None, str | None]:
         entry = self._entries[review_id]
         return (
             review_id,
@@ -322,6 +398,12 @@ class ReviewCache:
             if entry.mentions is None
             else _to_json(dict(zip(_MENTION_KEYS, entry.mentions, strict=True))),
         )
+
+
+def _connect_read_only(path: Path, threads: bool = False) -> sqlite3.Connection:
+    return sqlite3.connect(
+        path.absolute().as_uri() + "?mode=ro", uri=True, check_same_thread=not threads
+    )
 
 
 def _to_json(value: Any) -> str:

@@ -291,7 +291,9 @@ class _Tally:
             {s.id: [] for s in business.services},
             {a: [] for a in business.service_areas},
         )
-        self.per_review: list[bytes] = []
+        #: Each review's C{per_review} member: its memo, or the JSON of a
+        #: review without text.
+        self.per_review: list[_Memo | bytes] = []
         #: The best pull-quote candidate for each set of aspects (all that
         #: the choice between candidates of equal aspects depends on), from
         #: the best-rated reviews.
@@ -417,6 +419,8 @@ class _Memo:
     What one review contributes, for one rating: kept on its cache entry
     between derivations, with its C{per_review} entry as JSON, so that a
     derivation costs a pass over these and the reviews analysed anew.
+    Once published, that JSON is a view of the published document
+    (L{share_per_review}).
     """
 
     __slots__ = (
@@ -483,6 +487,29 @@ class _Memo:
                 },
             },
         )
+
+
+def _member(held: _Memo | bytes) -> bytes | memoryview:
+    return held if held.__class__ is bytes else held.json  # type: ignore[union-attr]
+
+
+def share_per_review(cache: ReviewCache, body: bytes, start: int) -> None:
+    """
+    Point the memos of C{cache}'s last derivation at their C{per_review}
+    members in C{body}, the published document, where that derivation's
+    C{per_review} value starts at C{start}: one copy of the members is
+    held, not two.
+    """
+    members, cache.published = cache.published, None
+    if members is None:
+        return
+    view = memoryview(body)
+    offset = start + 1  # past the opening brace
+    for held in reversed(members):
+        size = len(_member(held))
+        if held.__class__ is not bytes:
+            held.json = view[offset : offset + size]  # type: ignore[union-attr]
+        offset += size + 1
 
 
 def _entry_json(review_id: str, value: dict[str, Any]) -> bytes:
@@ -552,6 +579,8 @@ def _derive(
     size = len(reviews)
     start = _resume(reviews, key, cache.checkpoint)
     tally = cache.checkpoint.tally.copy(business) if start else _Tally(business)
+    if not start:
+        cache.checkpoint = None  # of no more use, and holding old memos
     mark = max(start, size - CHECKPOINT_DISTANCE)
 
     ids, ratings, scores = tally.ids, tally.ratings, tally.scores
@@ -592,7 +621,7 @@ def _derive(
         score = memo.score
         scores.append(score)
         month_tally.add(rating, score)
-        per_review.append(memo.json)
+        per_review.append(memo)
 
         for aspect, value, phrases, agrees in memo.aspects:
             mentioned = aspects.get(aspect)
@@ -629,6 +658,7 @@ def _derive(
                 if best is None or quote_order(candidate) < quote_order(best):
                     quotes[aspect_ids] = candidate
     cache.retain(ids)
+    cache.published = per_review
 
     scored = [s for s in scores if s is not None]
     positive = sum(map(POSITIVE_THRESHOLD.__le__, scored))
@@ -751,7 +781,9 @@ def _derive(
             "trend_basis": trend_basis,
         },
         # already JSON: a hundred thousand entries are not worth objects
-        "per_review": orjson.Fragment(b"{%s}" % b",".join(reversed(per_review))),
+        "per_review": orjson.Fragment(
+            b"{%s}" % b",".join([_member(m) for m in reversed(per_review)])
+        ),
         "faq": faq(figures),
         "summary": summary(figures),
         "pull_quote": quote,
