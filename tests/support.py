@@ -10,6 +10,7 @@ from typing import Any
 
 from treq.testing import StubTreq
 from twisted.internet.task import Clock
+from twisted.internet.testing import MemoryReactorClock
 from twisted.python.failure import Failure
 
 from reviewsd.http import make_site
@@ -123,4 +124,22 @@ class FakeReactor(Clock):
 
     def callFromThread(self, f: Any, *args: Any) -> None:
         self.from_thread.append(f)
+        f(*args)
+
+
+class MemoryReactorWithThreads(MemoryReactorClock):
+    """A memory reactor whose thread pool runs work at once."""
+
+    def getThreadPool(self) -> MemoryReactorWithThreads:
+        return self
+
+    def callInThreadWithCallback(self, done: Any, work: Any, *args: Any) -> None:
+        try:
+            result = work(*args)
+        except Exception:
+            done(False, Failure())
+        else:
+            done(True, result)
+
+    def callFromThread(self, f: Any, *args: Any) -> None:
         f(*args)

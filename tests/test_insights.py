@@ -719,7 +719,6 @@ class CacheTests(SynchronousTestCase):
         self.assertEqual(counting.texts, [self.records()[1]["text"]])
         self.assertEqual(document, derive(dataset(self.records())))
 
-
     def rerated(self) -> Dataset:
         """C{records()} with the second review's stars changed."""
         changed = self.records()

@@ -30,6 +30,7 @@ from reviewsd.snapshot import SinceCache, Snapshot
 from tests.support import BASE, FakeReactor, Holder, snapshot_of
 
 DEMO = snapshot_of(DEMO_DATA)
+DEMO.index.index_words()
 
 
 def _words(terms: list[str]) -> re.Pattern[str]:
@@ -153,11 +154,18 @@ class SearchResultTests(SynchronousTestCase):
             self.assertEqual(answer["returned"], len(answer["reviews"]))
 
     def test_demo_against_brute_force(self) -> None:
-        self.check(DEMO, 1500, seed=1)
+        """Before the word index is built (texts tested one by one), and after."""
+        snapshot = snapshot_of(DEMO_DATA)
+        self.assertFalse(snapshot.index.has_words)
+        self.check(snapshot, 700, seed=1)
+        snapshot.index.index_words()
+        self.check(snapshot, 1500, seed=6)
 
     def test_synthetic_against_brute_force(self) -> None:
         """3,000 reviews: broad queries take the one-by-one path too."""
         snapshot = snapshot_of(write_synthetic(Path(self.mktemp()), 3000, seed=3))
+        self.check(snapshot, 150, seed=7)
+        snapshot.index.index_words()
         self.check(snapshot, 400, seed=2)
 
     def test_reloaded_snapshot_equals_a_fresh_one(self) -> None:

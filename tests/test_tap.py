@@ -14,8 +14,9 @@ from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
 from reviewsd.loading import DEMO_DATA
+from reviewsd.service import ReviewsData
 from reviewsd.tap import Options, base_url_for, makeService
-from tests.support import review, write_data
+from tests.support import MemoryReactorWithThreads, review, write_data
 
 
 class OptionsTests(SynchronousTestCase):
@@ -232,19 +233,25 @@ class MakeServiceTests(SynchronousTestCase):
         return options
 
     def test_listens_where_told(self) -> None:
-        reactor = MemoryReactorClock()
+        """
+        It listens where told, serving the data; the word index follows
+        once it serves, in a worker thread.
+        """
+        reactor = MemoryReactorWithThreads()
         service = makeService(
             self.options("--listen", "tcp:8123:interface=127.0.0.1"), reactor
         )
+        [data] = [child for child in service if isinstance(child, ReviewsData)]
+        snapshot = data.snapshot
+        self.assertFalse(snapshot.index.has_words)
         service.privilegedStartService()
         service.startService()
         self.addCleanup(service.stopService)
         [(port, factory, _, interface)] = reactor.tcpServers
         self.assertEqual((port, interface), (8123, "127.0.0.1"))
-        self.assertEqual(
-            factory.resource._source.snapshot.dataset.business.name,
-            "Thimbleberry Home Services",
-        )
+        self.assertIs(factory.resource._source.snapshot, snapshot)
+        self.assertEqual(snapshot.dataset.business.name, "Thimbleberry Home Services")
+        self.assertTrue(snapshot.index.has_words)
 
     def test_state_dir_created(self) -> None:
         options = self.options()
@@ -353,7 +360,7 @@ class OperationsWiringTests(SynchronousTestCase):
         return options
 
     def start(self, options: Options) -> MemoryReactorClock:
-        reactor = MemoryReactorClock()
+        reactor = MemoryReactorWithThreads()
         service = makeService(options, reactor)
         service.privilegedStartService()
         service.startService()
