@@ -529,8 +529,9 @@ class SearchIndex:
         self, needle: str, low: int, high: int, start: int, stop: int, limit: int
     ) -> tuple[int, list[int]]:
         """
-        A query too broad for the word index: every text of the window with
-        an allowed rating is tested, in loops that run in C. One pass counts
+        A query too broad for the word index, or asked before there is one:
+        every text of the window with an allowed rating is tested, in loops
+        that run in C. One pass counts
         the matches without listing them; a second lists the first
         C{limit}, stopping there.
         """

@@ -11,9 +11,9 @@ aliases and keywords, so that a change to the business metadata re-runs
 only the (cheap) matching, never VADER.
 
 The file is this module's only I/O.  It is read once, at construction;
-L{ReviewCache.save} writes what changed since.  An analysis that is in the
-file is not kept in memory too: derivation keeps what it made of it, and
-reads it back in the rare case it must make that again.  A file that is not a
+L{ReviewCache.save} writes what changed since.  An analysis the file holds
+is not kept in memory too: derivation keeps what it made of it, and reads
+it back in the rare case it must make that again.  A file that is not a
 readable cache (corrupt, truncated, another program's, written by another
 engine version) is discarded and rebuilt, never fatal.  The cache is meant
 for one worker thread at a time; a lock keeps concurrent use from
