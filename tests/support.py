@@ -128,18 +128,14 @@ class FakeReactor(Clock):
 
 
 class MemoryReactorWithThreads(MemoryReactorClock):
-    """A memory reactor whose thread pool runs work at once."""
+    """A memory reactor whose thread pool (a L{FakeReactor}) runs work at once."""
 
-    def getThreadPool(self) -> MemoryReactorWithThreads:
-        return self
+    def __init__(self) -> None:
+        super().__init__()
+        self._threads = FakeReactor()
 
-    def callInThreadWithCallback(self, done: Any, work: Any, *args: Any) -> None:
-        try:
-            result = work(*args)
-        except Exception:
-            done(False, Failure())
-        else:
-            done(True, result)
+    def getThreadPool(self) -> FakeReactor:
+        return self._threads
 
     def callFromThread(self, f: Any, *args: Any) -> None:
         f(*args)
