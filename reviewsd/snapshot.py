@@ -265,10 +265,11 @@ def _insights(
         insights = apply_overlay(insights, dataset.insights_overlay)
     per_review = to_json(insights.pop("per_review"))
     head = to_json(insights)
-    fingerprint = hashlib.sha256(head)
-    fingerprint.update(per_review)
+    hashed = hashlib.sha256(head)
+    hashed.update(per_review)
+    fingerprint = hashed.digest()
     generated_at = _rfc3339(modified)
-    if previous is not None and previous.insights_fingerprint == fingerprint.digest():
+    if previous is not None and previous.insights_fingerprint == fingerprint:
         generated_at = previous.insights["generated_at"]
     insights["generated_at"] = generated_at
     head = head.replace(
@@ -277,7 +278,7 @@ def _insights(
     start = len(head) - 1 + len(_PER_REVIEW)
     body = b"".join((head[:-1], _PER_REVIEW, per_review, b"}"))
     share_per_review(cache, body, start)
-    return insights, body, fingerprint.digest(), (start, start + len(per_review))
+    return insights, body, fingerprint, (start, start + len(per_review))
 
 
 _PER_REVIEW = b',"per_review":'
