@@ -19,11 +19,8 @@ from reviewsd.tap import Options, base_url_for, makeService
 from tests.support import MemoryReactorWithThreads, review, write_data
 
 
-class OptionsTests(SynchronousTestCase):
-    def setUp(self) -> None:
-        self.state = Path(self.mktemp())
-        environ = dict(os.environ, STATE_DIRECTORY=str(self.state))
-        self.patch(os, "environ", environ)
+class Parsing(SynchronousTestCase):
+    """Options as the command line gives them."""
 
     def parse(self, *argv: str) -> Options:
         options = Options()
@@ -32,6 +29,17 @@ class OptionsTests(SynchronousTestCase):
 
     def error(self, *argv: str) -> str:
         return str(self.assertRaises(usage.UsageError, self.parse, *argv))
+
+    def options(self, *argv: str) -> Options:
+        """Parsed, with a state directory of the test's own."""
+        return self.parse("--state-dir", self.mktemp(), *argv)
+
+
+class OptionsTests(Parsing):
+    def setUp(self) -> None:
+        self.state = Path(self.mktemp())
+        environ = dict(os.environ, STATE_DIRECTORY=str(self.state))
+        self.patch(os, "environ", environ)
 
     def test_defaults(self) -> None:
         options = self.parse()
@@ -226,12 +234,7 @@ class OptionsTests(SynchronousTestCase):
         self.assertIn("--listen 'nonsense:1'", self.error("--config", str(config)))
 
 
-class MakeServiceTests(SynchronousTestCase):
-    def options(self, *argv: str) -> Options:
-        options = Options()
-        options.parseOptions(["--state-dir", self.mktemp(), *argv])
-        return options
-
+class MakeServiceTests(Parsing):
     def test_listens_where_told(self) -> None:
         """
         It listens where told, serving the data; the word index follows
@@ -275,18 +278,10 @@ class MakeServiceTests(SynchronousTestCase):
         self.assertEqual(reactor.tcpServers, [])
 
 
-class OperationsOptionsTests(SynchronousTestCase):
+class OperationsOptionsTests(Parsing):
     def setUp(self) -> None:
         environ = dict(os.environ, STATE_DIRECTORY=self.mktemp())
         self.patch(os, "environ", environ)
-
-    def parse(self, *argv: str) -> Options:
-        options = Options()
-        options.parseOptions(list(argv))
-        return options
-
-    def error(self, *argv: str) -> str:
-        return str(self.assertRaises(usage.UsageError, self.parse, *argv))
 
     def config(self, text: str) -> str:
         path = Path(self.mktemp())
@@ -353,12 +348,7 @@ class OperationsOptionsTests(SynchronousTestCase):
         self.assertIn("did you mean 'access-log'?", self.error("--config", config))
 
 
-class OperationsWiringTests(SynchronousTestCase):
-    def options(self, *argv: str) -> Options:
-        options = Options()
-        options.parseOptions(["--state-dir", self.mktemp(), *argv])
-        return options
-
+class OperationsWiringTests(Parsing):
     def start(self, options: Options) -> MemoryReactorClock:
         reactor = MemoryReactorWithThreads()
         service = makeService(options, reactor)
