@@ -31,17 +31,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.synthetic import generate  # noqa: E402
-from reviewsd.insights import ReviewCache, derive_insights  # noqa: E402
-from reviewsd.loading import DEMO_DATA, load_dataset  # noqa: E402
-from reviewsd.mentions import Matcher  # noqa: E402
-from reviewsd.model import (  # noqa: E402
+from reviewsd.data.loading import DEMO_DATA, load_dataset  # noqa: E402
+from reviewsd.data.mentions import Matcher  # noqa: E402
+from reviewsd.data.model import (  # noqa: E402
     Dataset,
     Review,
     business_from_json,
     newest_first,
     review_from_json,
 )
+from reviewsd.data.synthetic import generate  # noqa: E402
+from reviewsd.insights import ReviewCache, derive_insights  # noqa: E402
 
 
 def synthetic(count: int, seed: int) -> Dataset:

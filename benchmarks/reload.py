@@ -29,8 +29,8 @@ from twisted.web.resource import Resource  # noqa: E402
 from twisted.web.server import Site  # noqa: E402
 
 from benchmarks.documents import free_port, start_daemon  # noqa: E402
-from benchmarks.synthetic import write  # noqa: E402
-from reviewsd.loading import DEMO_DATA  # noqa: E402
+from reviewsd.data.loading import DEMO_DATA  # noqa: E402
+from reviewsd.data.synthetic import write  # noqa: E402
 
 
 class Subscriber(Resource):

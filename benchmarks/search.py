@@ -19,13 +19,13 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.synthetic import write  # noqa: E402
-from reviewsd.links import Links  # noqa: E402
-from reviewsd.loading import load_dataset  # noqa: E402
-from reviewsd.mentions import Matcher  # noqa: E402
-from reviewsd.search import SearchIndex, SearchQuery  # noqa: E402
-from reviewsd.service import settle_memory
-from reviewsd.snapshot import build_snapshot  # noqa: E402
+from reviewsd.data.links import Links  # noqa: E402
+from reviewsd.data.loading import load_dataset  # noqa: E402
+from reviewsd.data.mentions import Matcher  # noqa: E402
+from reviewsd.data.search import SearchIndex, SearchQuery  # noqa: E402
+from reviewsd.data.synthetic import write  # noqa: E402
+from reviewsd.memory import settle_memory
+from reviewsd.publishing.build import build_snapshot
 
 WORDS = [
     "leak",

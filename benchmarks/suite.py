@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.documents import BARE, free_port, start_daemon, wrk  # noqa: E402
 from benchmarks.mcp import LUA, initialize  # noqa: E402
-from benchmarks.synthetic import write  # noqa: E402
+from reviewsd.data.synthetic import write  # noqa: E402
 
 ENDPOINTS = (
     "/reviews.json",

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reviewsd.links import (  # noqa: E402
+from reviewsd.data.links import (  # noqa: E402
     ATOM_FEED_PATH,
     HUB_PATH,
     JSON_FEED_PATH,
@@ -56,11 +56,13 @@ def serve_hub(arguments: argparse.Namespace) -> None:
     from twisted.logger import globalLogBeginner, textFileLogObserver
     from twisted.protocols.basic import LineReceiver
 
-    from reviewsd.http import make_site
-    from reviewsd.loading import DEMO_DATA
-    from reviewsd.outbound import GuardedClient, OutboundPolicy
-    from reviewsd.service import ReviewsData, SnapshotTopics, load_snapshot
+    from reviewsd.data.loading import DEMO_DATA
+    from reviewsd.publishing.build import load_snapshot
+    from reviewsd.publishing.service import ReviewsData
+    from reviewsd.web.http import make_site
     from reviewsd.websub import Hub, HubConfig, HubResource
+    from reviewsd.websub.outbound import GuardedClient, OutboundPolicy
+    from reviewsd.websub.topics import SnapshotTopics
 
     state = Path(arguments.state)
     log_file = (state / "hub.log").open("a")

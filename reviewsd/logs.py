@@ -193,7 +193,7 @@ def loggable_uri(uri: bytes) -> str:
 
 def log_access(request: Request, route: str, duration: float) -> None:
     """
-    One access log event; an observer of L{reviewsd.http.ReviewsSite}.
+    One access log event; an observer of L{reviewsd.web.http.ReviewsSite}.
 
     Per request, this is the daemon's largest cost after the network: the
     event is built here rather than by L{Logger.info} (which checks its level

@@ -23,27 +23,24 @@ from twisted.python import usage
 from twisted.web.resource import IResource
 
 from reviewsd import __version__
-from reviewsd.health import HEALTH_PATH, HealthResource
-from reviewsd.http import IDLE_TIMEOUT, RECEIVE_TIMEOUT, make_side_site, make_site
+from reviewsd.data.links import HEALTH_PATH, HUB_PATH, MCP_PATH, METRICS_PATH, Links
+from reviewsd.data.loading import DEMO_DATA, DataError, Reader
 from reviewsd.insights import ReviewCache
-from reviewsd.lifecycle import InOrder, Listener
-from reviewsd.links import HUB_PATH, MCP_PATH, Links
-from reviewsd.loading import DEMO_DATA, DataError, Reader
 from reviewsd.logs import log_access
-from reviewsd.mcp import MCPResource, Sessions
-from reviewsd.metrics import METRICS_PATH, Metrics
-from reviewsd.outbound import GuardedClient, OutboundPolicy, load_certificates
-from reviewsd.service import (
-    ReloadOnSignal,
-    ReviewsData,
-    SnapshotTopics,
-    load_snapshot,
-    save_cache,
-)
-from reviewsd.systemd import Notifier, notify
-from reviewsd.tools import Tools
-from reviewsd.watching import DirectoryWatcher
+from reviewsd.mcp.tools import Tools
+from reviewsd.mcp.transport import MCPResource, Sessions
+from reviewsd.ops.health import HealthResource
+from reviewsd.ops.lifecycle import InOrder, Listener
+from reviewsd.ops.metrics import Metrics
+from reviewsd.ops.signals import ReloadOnSignal
+from reviewsd.ops.systemd import Notifier, notify
+from reviewsd.publishing.build import load_snapshot
+from reviewsd.publishing.service import ReviewsData, save_cache
+from reviewsd.publishing.watching import DirectoryWatcher
+from reviewsd.web.http import IDLE_TIMEOUT, RECEIVE_TIMEOUT, make_side_site, make_site
 from reviewsd.websub import Hub, HubConfig, HubResource
+from reviewsd.websub.outbound import GuardedClient, OutboundPolicy, load_certificates
+from reviewsd.websub.topics import SnapshotTopics
 
 log = Logger()
 

@@ -29,19 +29,19 @@ from twisted.trial.unittest import TestCase
 from twisted.web.resource import Resource
 from twisted.web.server import Request, Site
 
-from reviewsd.links import Links
-from reviewsd.loading import DEMO_DATA
-from reviewsd.pages import (
+from reviewsd.data.links import STYLESHEET_PATH, Links
+from reviewsd.data.loading import DEMO_DATA
+from reviewsd.mcp.tools import TOOLS
+from reviewsd.mcp.transport import SUPPORTED
+from reviewsd.publishing.build import load_snapshot
+from reviewsd.web.pages import (
     CONTENT_SECURITY_POLICY,
     STYLESHEET,
-    STYLESHEET_PATH,
     render_developers,
     render_home,
 )
-from reviewsd.service import load_snapshot
-from reviewsd.tools import TOOLS
-from tests.daemon import DaemonTestCase, free_port
 from tests.support import review, snapshot_of, write_data
+from tests.support.daemon import DaemonTestCase, free_port
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -444,7 +444,7 @@ class StaticPagesTests(BrowserTestCase):
         routes.update(
             {
                 "/": (html, render_home(snapshot)),
-                "/developers": (html, render_developers(snapshot, TOOLS)),
+                "/developers": (html, render_developers(snapshot, TOOLS, SUPPORTED)),
                 STYLESHEET_PATH: (b"text/css; charset=utf-8", STYLESHEET),
             }
         )
@@ -614,7 +614,7 @@ class GuideExamplesTests(DaemonTestCase):
         base = f"http://127.0.0.1:{port}"
         yield self.start(base, "--listen", f"tcp:{port}:interface=127.0.0.1")
         snapshot = yield deferToThread(load_snapshot, DEMO_DATA, Links(base))
-        commands = guide_commands(render_developers(snapshot, TOOLS))
+        commands = guide_commands(render_developers(snapshot, TOOLS, SUPPORTED))
         self.assertGreater(len(commands), 20)
         workdir = Path(self.mktemp())
         workdir.mkdir(parents=True)

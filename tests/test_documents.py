@@ -11,11 +11,11 @@ from pathlib import Path
 import feedparser
 from twisted.trial.unittest import SynchronousTestCase
 
-from reviewsd.documents import FEED_ITEMS
-from reviewsd.loading import DEMO_DATA
-from reviewsd.snapshot import Snapshot
-from tests.feedvalidation import atom_problems, json_feed_problems
+from reviewsd.data.documents import FEED_ITEMS
+from reviewsd.data.loading import DEMO_DATA
+from reviewsd.data.snapshot import Snapshot
 from tests.support import BASE, review, snapshot_of, write_data
+from tests.support.feedvalidation import atom_problems, json_feed_problems
 
 REVIEW_FIELDS = {
     "id",

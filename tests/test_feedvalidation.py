@@ -1,5 +1,5 @@
 """
-Tests for L{tests.feedvalidation}.
+Tests for L{tests.support.feedvalidation}.
 
 A validator that never fails proves nothing about the feeds it passes, so
 besides accepting valid feeds these tests show that each rule the feed tests
@@ -13,7 +13,11 @@ from typing import Any
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from tests.feedvalidation import atom_problems, json_feed_problems, rfc3339_problem
+from tests.support.feedvalidation import (
+    atom_problems,
+    json_feed_problems,
+    rfc3339_problem,
+)
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
 

@@ -16,9 +16,9 @@ from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.http_headers import Headers
 from twisted.web.test.requesthelper import DummyRequest
 
-from reviewsd.http import CACHE_CONTROL, accepts_gzip, make_site, serve_document
-from reviewsd.loading import DEMO_DATA
-from reviewsd.snapshot import Snapshot
+from reviewsd.data.loading import DEMO_DATA
+from reviewsd.data.snapshot import Snapshot
+from reviewsd.web.http import CACHE_CONTROL, accepts_gzip, make_site, serve_document
 from tests.support import Holder, snapshot_of
 
 URL = "http://reviews.example.com"

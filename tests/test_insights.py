@@ -13,22 +13,21 @@ from typing import Any
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from reviewsd.documents import to_json
-from reviewsd.insights import (
-    INSIGHTS_VERSION,
-    InsightsOverlayError,
-    ReviewCache,
-    apply_overlay,
-    check_overlay,
-    derive_insights,
+from reviewsd.data.documents import to_json
+from reviewsd.data.loading import DEMO_DATA, load_dataset
+from reviewsd.data.mentions import Matcher
+from reviewsd.data.model import (
+    Dataset,
+    business_from_json,
+    newest_first,
+    review_from_json,
 )
+from reviewsd.data.overlay import InsightsOverlayError, apply_overlay, check_overlay
+from reviewsd.insights import INSIGHTS_VERSION, ReviewCache, derive_insights
 from reviewsd.insights.analysis import analyse
 from reviewsd.insights.data import ASPECTS
 from reviewsd.insights.sentiment import label
 from reviewsd.insights.text import split_sentences
-from reviewsd.loading import DEMO_DATA, load_dataset
-from reviewsd.mentions import Matcher
-from reviewsd.model import Dataset, business_from_json, newest_first, review_from_json
 
 STAMP = "2026-11-21T06:00:00Z"
 

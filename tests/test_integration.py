@@ -22,9 +22,9 @@ from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent, BrowserLikePolicyForHTTPS
 
 import reviewsd
-from tests.daemon import TWISTD, DaemonTestCase, environment, free_port
-from tests.feedvalidation import atom_problems, json_feed_problems
 from tests.support import review, write_data
+from tests.support.daemon import TWISTD, DaemonTestCase, environment, free_port
+from tests.support.feedvalidation import atom_problems, json_feed_problems
 
 
 class PlainHTTPTests(DaemonTestCase):
@@ -244,7 +244,7 @@ class MCPClientTests(DaemonTestCase):
             out, err, code = yield getProcessOutputAndValue(
                 sys.executable,
                 [
-                    str(Path(__file__).parent / "mcp_client.py"),
+                    str(Path(__file__).parent / "support" / "mcp_client.py"),
                     base,
                     mode,
                     json.dumps(arguments),

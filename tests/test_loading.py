@@ -11,7 +11,7 @@ from pathlib import Path
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from reviewsd.loading import DEMO_DATA, DataError, Reader, load_dataset
+from reviewsd.data.loading import DEMO_DATA, DataError, Reader, load_dataset
 from tests.support import BUSINESS, review, write_data
 
 

@@ -15,10 +15,10 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.http_headers import Headers
 
-from reviewsd.http import make_site
-from reviewsd.links import INSIGHTS_PATH
-from reviewsd.mcp import MCPResource, Sessions
-from reviewsd.tools import Tools
+from reviewsd.data.links import INSIGHTS_PATH
+from reviewsd.mcp.tools import Tools
+from reviewsd.mcp.transport import MCPResource, Sessions
+from reviewsd.web.http import make_site
 from tests.support import BASE, Holder
 from tests.test_search import DEMO, search
 

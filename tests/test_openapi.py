@@ -21,10 +21,10 @@ from twisted.internet import defer
 from twisted.internet.utils import getProcessOutputAndValue
 from twisted.trial.unittest import SynchronousTestCase
 
-from reviewsd.http import make_site
-from reviewsd.loading import DEMO_DATA
-from tests.daemon import DaemonTestCase, environment, free_port
+from reviewsd.data.loading import DEMO_DATA
+from reviewsd.web.http import make_site
 from tests.support import BASE, Holder, snapshot_of
+from tests.support.daemon import DaemonTestCase, environment, free_port
 
 SNAPSHOT = snapshot_of(DEMO_DATA)
 DOCUMENT = json.loads(SNAPSHOT.documents["/.well-known/openapi.json"].identity.body)

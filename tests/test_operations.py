@@ -37,11 +37,8 @@ from twisted.logger import (
 from twisted.trial.unittest import SkipTest, SynchronousTestCase, TestCase
 from twisted.web.resource import Resource
 
-from reviewsd.health import HealthResource, data_status
-from reviewsd.http import ReviewsSite, make_side_site, make_site
-from reviewsd.lifecycle import InFlight, InOrder, Listener
-from reviewsd.links import HUB_PATH, MCP_PATH
-from reviewsd.loading import DEMO_DATA
+from reviewsd.data.links import HUB_PATH, MCP_PATH
+from reviewsd.data.loading import DEMO_DATA
 from reviewsd.logs import (
     JSONLinesObserver,
     event_as_json,
@@ -49,14 +46,17 @@ from reviewsd.logs import (
     loggable_uri,
     observer_for,
 )
-from reviewsd.mcp import MCPResource, Sessions
-from reviewsd.metrics import CountingClient, Metrics
-from reviewsd.service import ReviewsData
-from reviewsd.systemd import Notifier, notify
-from reviewsd.tools import Tools
+from reviewsd.mcp.tools import Tools
+from reviewsd.mcp.transport import MCPResource, Sessions
+from reviewsd.ops.health import HealthResource, data_status
+from reviewsd.ops.lifecycle import InOrder, Listener
+from reviewsd.ops.metrics import CountingClient, Metrics
+from reviewsd.ops.systemd import Notifier, notify
+from reviewsd.publishing.service import ReviewsData
+from reviewsd.web.http import InFlight, ReviewsSite, make_side_site, make_site
 from reviewsd.websub.records import PendingVerification, Subscription
-from tests.daemon import TWISTD, _Daemon, environment, free_port
 from tests.support import Holder, review, snapshot_of, write_data
+from tests.support.daemon import TWISTD, _Daemon, environment, free_port
 
 BASE = "https://reviews.example.com"
 DEMO = snapshot_of(DEMO_DATA, BASE)
@@ -158,7 +158,7 @@ class NotifyTests(SynchronousTestCase):
             [
                 e["log_level"]
                 for e in events
-                if e.get("log_namespace") == "reviewsd.systemd"
+                if e.get("log_namespace") == "reviewsd.ops.systemd"
             ],
             [LogLevel.warn, LogLevel.warn],
         )

@@ -23,7 +23,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import Request
 from zope.interface import implementer
 
-from reviewsd.outbound import (
+from reviewsd.websub.outbound import (
     AddressRefused,
     GuardedClient,
     OutboundPolicy,

@@ -22,9 +22,8 @@ from treq.testing import RequestTraversalAgent
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.http_headers import Headers
 
-from reviewsd.documents import aggregate_rating
-from reviewsd.http import make_site
-from reviewsd.links import (
+from reviewsd.data.documents import aggregate_rating
+from reviewsd.data.links import (
     ATOM_FEED_PATH,
     HUB_PATH,
     JSON_FEED_PATH,
@@ -34,24 +33,26 @@ from reviewsd.links import (
     SEARCH_PATH,
     SINCE_PATH,
 )
-from reviewsd.loading import DEMO_DATA
-from reviewsd.pages import (
+from reviewsd.data.loading import DEMO_DATA
+from reviewsd.data.snapshot import Snapshot
+from reviewsd.mcp.tools import TOOLS
+from reviewsd.mcp.transport import SUPPORTED
+from reviewsd.web.http import make_site
+from reviewsd.web.pages import (
     CONTENT_SECURITY_POLICY,
     STYLESHEET,
     prefers_json,
     render_developers,
     render_home,
 )
-from reviewsd.pages.developers import SECRET, data_documents, operations
-from reviewsd.pages.home import NEWEST_REVIEWS, TOP_ENTITIES, review_anchor
-from reviewsd.pages.markup import json_ld
-from reviewsd.snapshot import Snapshot
-from reviewsd.tools import TOOLS
+from reviewsd.web.pages.developers import SECRET, data_documents, operations
+from reviewsd.web.pages.home import NEWEST_REVIEWS, TOP_ENTITIES, review_anchor
+from reviewsd.web.pages.markup import json_ld
 from tests.support import BASE, BUSINESS, Holder, review, snapshot_of, write_data
 
 DEMO = snapshot_of(DEMO_DATA)
 HOME = render_home(DEMO)
-DEVELOPERS = render_developers(DEMO, TOOLS)
+DEVELOPERS = render_developers(DEMO, TOOLS, SUPPORTED)
 
 HOSTILE = "<script>alert(1)</script> fixed it. </script><!-- <b>bold</b> & done"
 HOSTILE_AUTHOR = '"><img src=x onerror=alert(3)>'
@@ -451,7 +452,7 @@ class MarkupTests(SynchronousTestCase):
         """The same data gives the same bytes, so the ETag moves only with it."""
         again = snapshot_of(DEMO_DATA)
         self.assertEqual(render_home(again), HOME)
-        self.assertEqual(render_developers(again, TOOLS), DEVELOPERS)
+        self.assertEqual(render_developers(again, TOOLS, SUPPORTED), DEVELOPERS)
 
 
 class HostileDataTests(SynchronousTestCase):
@@ -498,7 +499,7 @@ class HostileDataTests(SynchronousTestCase):
         self.assertNotIn(b"\x01", self.page)
         self.assertNotIn(b"\x7f", self.page)
         self.assertEqual(strict_problems(self.page), [])
-        developers = render_developers(self.snapshot, TOOLS)
+        developers = render_developers(self.snapshot, TOOLS, SUPPORTED)
         self.assertEqual(strict_problems(developers), [])
         self.assertNotIn(b"<script>alert", developers)
 
@@ -508,7 +509,10 @@ class EdgeDataTests(SynchronousTestCase):
         """A business with no verified review yet still has a valid page."""
         directory = write_data(Path(self.mktemp()), [])
         snapshot = snapshot_of(directory)
-        for page in (render_home(snapshot), render_developers(snapshot, TOOLS)):
+        for page in (
+            render_home(snapshot),
+            render_developers(snapshot, TOOLS, SUPPORTED),
+        ):
             self.assertEqual(strict_problems(page), [])
         home = parse(render_home(snapshot))
         self.assertIn("No verified reviews yet", text(home))
@@ -725,5 +729,5 @@ class DeveloperGuideTests(SynchronousTestCase):
 
     def test_tools_any_iterable(self) -> None:
         """The guide takes any iterable of tools, such as a generator."""
-        page = render_developers(DEMO, (t for t in TOOLS))
+        page = render_developers(DEMO, (t for t in TOOLS), SUPPORTED)
         self.assertEqual(page, DEVELOPERS)

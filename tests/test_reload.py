@@ -17,9 +17,11 @@ from twisted.internet.task import Clock, deferLater
 from twisted.logger import LogEvent, formatEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
-from reviewsd.links import Links
-from reviewsd.service import ReloadOnSignal, ReviewsData, load_snapshot
-from reviewsd.watching import DirectoryWatcher
+from reviewsd.data.links import Links
+from reviewsd.ops.signals import ReloadOnSignal
+from reviewsd.publishing.build import load_snapshot
+from reviewsd.publishing.service import ReviewsData
+from reviewsd.publishing.watching import DirectoryWatcher
 from tests.support import BASE, FakeReactor, review, write_data
 
 TOPICS = {f"{BASE}/reviews.json", f"{BASE}/api/feed.json", f"{BASE}/feed.xml"}

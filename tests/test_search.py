@@ -18,15 +18,15 @@ from treq.testing import RequestTraversalAgent
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.http_headers import Headers
 
-from benchmarks.synthetic import write as write_synthetic
-from reviewsd.http import make_site
+from reviewsd.data.links import Links
+from reviewsd.data.loading import DEMO_DATA, Reader
+from reviewsd.data.model import Business, Review
+from reviewsd.data.search import SearchQuery
+from reviewsd.data.snapshot import SinceCache, Snapshot
+from reviewsd.data.synthetic import write as write_synthetic
 from reviewsd.insights import ReviewCache, derive
-from reviewsd.links import Links
-from reviewsd.loading import DEMO_DATA, Reader
-from reviewsd.model import Business, Review
-from reviewsd.search import SearchQuery
-from reviewsd.service import load_snapshot
-from reviewsd.snapshot import SinceCache, Snapshot
+from reviewsd.publishing.build import load_snapshot
+from reviewsd.web.http import make_site
 from tests.support import BASE, FakeReactor, Holder, snapshot_of
 
 DEMO = snapshot_of(DEMO_DATA)

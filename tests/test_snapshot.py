@@ -10,11 +10,11 @@ from pathlib import Path
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from reviewsd.data.links import Links
+from reviewsd.data.loading import load_dataset
+from reviewsd.data.snapshot import GZIP_MIN_SIZE, Document
 from reviewsd.insights import ReviewCache
-from reviewsd.links import Links
-from reviewsd.loading import load_dataset
-from reviewsd.service import load_snapshot
-from reviewsd.snapshot import GZIP_MIN_SIZE, Document, build_snapshot
+from reviewsd.publishing.build import build_snapshot, load_snapshot
 from tests.support import BASE, review, write_data
 
 

@@ -13,8 +13,8 @@ from twisted.internet.testing import MemoryReactorClock
 from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
-from reviewsd.loading import DEMO_DATA
-from reviewsd.service import ReviewsData
+from reviewsd.data.loading import DEMO_DATA
+from reviewsd.publishing.service import ReviewsData
 from reviewsd.tap import Options, base_url_for, makeService
 from tests.support import MemoryReactorWithThreads, review, write_data
 

@@ -25,12 +25,6 @@ from twisted.trial.unittest import SynchronousTestCase
 from twisted.web._newclient import ResponseNeverReceived
 from twisted.web.test.requesthelper import DummyRequest
 
-from reviewsd.outbound import (
-    AddressRefused,
-    GuardedClient,
-    OutboundPolicy,
-    OutboundTimeout,
-)
 from reviewsd.websub import (
     BadHubRequest,
     Hub,
@@ -40,6 +34,12 @@ from reviewsd.websub import (
     parse_hub_request,
 )
 from reviewsd.websub.hub import redact, signature, with_query
+from reviewsd.websub.outbound import (
+    AddressRefused,
+    GuardedClient,
+    OutboundPolicy,
+    OutboundTimeout,
+)
 from reviewsd.websub.requests import normalize_url
 from reviewsd.websub.store import HubStore, SynchronousPool
 from tests.test_outbound import StubResolver

@@ -26,14 +26,21 @@ from twisted.web.client import Agent
 from twisted.web.resource import Resource
 from twisted.web.server import Request, Site
 
-from reviewsd.http import make_site
-from reviewsd.links import ATOM_FEED_PATH, HUB_PATH, JSON_FEED_PATH, REVIEWS_PATH, Links
-from reviewsd.outbound import GuardedClient, OutboundPolicy
-from reviewsd.service import SnapshotTopics, load_snapshot
+from reviewsd.data.links import (
+    ATOM_FEED_PATH,
+    HUB_PATH,
+    JSON_FEED_PATH,
+    REVIEWS_PATH,
+    Links,
+)
+from reviewsd.publishing.build import load_snapshot
+from reviewsd.web.http import make_site
 from reviewsd.websub import Hub, HubConfig, HubResource
 from reviewsd.websub.hub import signature
-from tests.daemon import TWISTD, DaemonTestCase, _Daemon, environment, free_port
+from reviewsd.websub.outbound import GuardedClient, OutboundPolicy
+from reviewsd.websub.topics import SnapshotTopics
 from tests.support import Holder, review, write_data
+from tests.support.daemon import TWISTD, DaemonTestCase, _Daemon, environment, free_port
 
 FORM = {b"Content-Type": [b"application/x-www-form-urlencoded"]}
 

@@ -7,8 +7,9 @@ and problems customers mention, topics, a monthly series with its trend, an
 FAQ, a summary and a pull quote, all in one JSON-ready document
 (L{derive_insights}; its fields are documented in
 L{reviewsd.insights.derive}).  Per-review analyses are cached by review id
-and text hash (L{ReviewCache}); an operator's C{insights.json} may replace
-whole groups (L{check_overlay}, L{apply_overlay}).
+and text hash (L{ReviewCache}). An operator's C{insights.json} may replace
+whole groups: that file is part of the data directory
+(L{reviewsd.data.overlay}).
 
 No Twisted here: derivation is blocking and meant for a worker thread.
 
@@ -22,8 +23,7 @@ Modules, one concern each:
   - C{cache}: L{ReviewCache}, in memory and in SQLite;
   - C{temporal}: the monthly series and the trend rule;
   - C{prose}: FAQ, summary and pull quote;
-  - C{derive}: the document;
-  - C{overlay}: the operator's replacements.
+  - C{derive}: the document.
 """
 
 from reviewsd.insights.analysis import ENGINE_VERSION
@@ -34,20 +34,12 @@ from reviewsd.insights.derive import (
     derive_insights,
     share_per_review,
 )
-from reviewsd.insights.overlay import (
-    InsightsOverlayError,
-    apply_overlay,
-    check_overlay,
-)
 
 __all__ = [
     "ENGINE_VERSION",
     "INSIGHTS_VERSION",
     "MODEL",
-    "InsightsOverlayError",
     "ReviewCache",
-    "apply_overlay",
-    "check_overlay",
     "derive_insights",
     "share_per_review",
 ]

@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from reviewsd.insights.analysis import ENGINE_VERSION, Analysis, analyse
-from reviewsd.insights.gcpause import paused
+from reviewsd.memory import paused
 
 Mentions = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 """The technicians, services (ids) and places a text names, each sorted."""

@@ -1,7 +1,7 @@
 """
 Whole-word cue matching for aspects, topics and kinds of problem.
 
-L{reviewsd.mentions} stays the one matcher for technicians, services and
+L{reviewsd.data.mentions} stays the one matcher for technicians, services and
 places; this one finds the cues of C{aspects.json}, C{topics.json} and
 C{problems.json}.  Both match whole words, case-insensitively.  Here the
 sentence is split into words once (L{reviewsd.insights.text.Words}) and a

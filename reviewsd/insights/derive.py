@@ -19,7 +19,7 @@ aspect, topic or problem when it holds one of the cues of C{aspects.json},
 C{topics.json} or C{problems.json} as whole words; an aspect's score in a
 review is the mean compound of the sentences that mention it, not the
 review's.  Technicians, services and service areas are found by
-L{reviewsd.mentions.Matcher} (names, aliases, keywords; whole words,
+L{reviewsd.data.mentions.Matcher} (names, aliases, keywords; whole words,
 case-insensitive).
 
 Rating-only reviews (C{text} null) count in C{review_count}, C{date_range},
@@ -130,10 +130,11 @@ import attrs
 import orjson
 
 from reviewsd import __version__
+from reviewsd.data.mentions import Matcher
+from reviewsd.data.model import Business, Dataset, Review
 from reviewsd.insights.analysis import Analysis
 from reviewsd.insights.cache import Mentions, ReviewCache
 from reviewsd.insights.data import ASPECTS, PROBLEMS, STOPWORDS, TOPICS, VERSIONS
-from reviewsd.insights.gcpause import paused
 from reviewsd.insights.prose import (
     Candidate,
     Figures,
@@ -155,8 +156,7 @@ from reviewsd.insights.temporal import (
     monthly,
     trend,
 )
-from reviewsd.mentions import Matcher
-from reviewsd.model import Business, Dataset, Review
+from reviewsd.memory import paused
 
 #: Schema version of the document; bumped when the taxonomy changes.
 INSIGHTS_VERSION = 1

@@ -18,8 +18,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
+from reviewsd.data.mentions import fold
 from reviewsd.insights.data import PHRASE_VALENCES, WORD_VALENCES
-from reviewsd.mentions import fold
 
 POSITIVE_THRESHOLD = 0.05
 NEGATIVE_THRESHOLD = -0.05

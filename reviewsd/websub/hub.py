@@ -30,7 +30,8 @@ from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from reviewsd.outbound import OutboundRefused
+from reviewsd.data.links import topic_link_header
+from reviewsd.websub.outbound import OutboundRefused
 from reviewsd.websub.records import Key, PendingVerification, Subscription
 from reviewsd.websub.requests import HubRequest
 from reviewsd.websub.store import HubStore
@@ -193,7 +194,7 @@ class Hub(Service):
     delivers each topic to its subscribers (L{publish}).
 
     @param client: any object with treq's C{get}/C{post}, such as
-        L{reviewsd.outbound.GuardedClient} (or C{StubTreq} in tests).
+        L{reviewsd.websub.outbound.GuardedClient} (or C{StubTreq} in tests).
     @param store_path: the SQLite file, when C{store} is not given.
     @param store: the store to use instead (tests).
     @param clock: time for leases, retries and the expiry sweep.
@@ -579,10 +580,7 @@ class Hub(Service):
         body, content_type, _ = content
         headers = {
             b"Content-Type": [content_type],
-            b"Link": [
-                f'<{self.config.hub_url}>; rel="hub", <{subscription.topic}>; '
-                'rel="self"'.encode()
-            ],
+            b"Link": [topic_link_header(self.config.hub_url, subscription.topic)],
             b"User-Agent": [self.config.user_agent.encode()],
         }
         if subscription.secret is not None:

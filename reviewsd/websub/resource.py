@@ -13,7 +13,7 @@ from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request
 
-from reviewsd.http import json_error
+from reviewsd.web.http import json_error
 from reviewsd.websub.hub import Hub, HubUnavailable, TooManySubscriptions
 from reviewsd.websub.requests import BadHubRequest, parse_hub_request
 

@@ -1,0 +1,879 @@
+"""
+The OpenAPI 3.1 description of the service, served at
+C{/.well-known/openapi.json}.
+
+It is the contract clients and fuzzers test the live service against, so
+every schema here is as tight as the answers really are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reviewsd import __version__
+from reviewsd.data.documents import FEED_ITEMS, JSON_FEED_VERSION
+from reviewsd.data.links import Links
+from reviewsd.data.search import (
+    LIMIT_DEFAULT,
+    LIMIT_MAX,
+    NAME_MAX_LENGTH,
+    QUERY_MAX_LENGTH,
+)
+
+API_VERSION = "1.0.0"
+
+JSON = "application/json"
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {JSON: {"schema": schema}}}
+
+
+_URL = {"type": "string", "format": "uri"}
+_PCT = {"type": ["number", "null"], "minimum": 0, "maximum": 100}
+_SCORE = {"type": ["number", "null"], "minimum": -1, "maximum": 1}
+_RATING = {"type": ["number", "null"], "minimum": 1, "maximum": 5}
+_COUNT = {"type": "integer", "minimum": 0}
+_IDS = {"type": "array", "items": {"type": "string"}, "maxItems": 5}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+
+
+def _figures(**extra: Any) -> dict[str, Any]:
+    """The statistics insights give for a technician, service, place or topic."""
+    properties = {
+        "mention_count": _COUNT,
+        "average_rating": _RATING,
+        "sentiment_score": _SCORE,
+        "positive_pct": _PCT,
+        "example_review_ids": _IDS,
+        **extra,
+    }
+    return {"type": "object", "required": list(properties), "properties": properties}
+
+
+def _insights_schema() -> dict[str, Any]:
+    label = {"enum": ["positive", "neutral", "negative"]}
+    aspect = {
+        "type": "object",
+        "required": [
+            "id",
+            "label",
+            "mention_count",
+            "positive_count",
+            "neutral_count",
+            "negative_count",
+            "positive_pct",
+            "score",
+            "top_phrases",
+            "example_review_ids",
+        ],
+        "properties": {
+            "id": {"type": "string"},
+            "label": {"type": "string"},
+            "mention_count": _COUNT,
+            "positive_count": _COUNT,
+            "neutral_count": _COUNT,
+            "negative_count": _COUNT,
+            "positive_pct": _PCT,
+            "score": _SCORE,
+            "top_phrases": _STRINGS,
+            "example_review_ids": _IDS,
+        },
+    }
+    month = {
+        "type": "object",
+        "required": ["month", "review_count", "average_rating", "sentiment_score"],
+        "properties": {
+            "month": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"},
+            "review_count": _COUNT,
+            "average_rating": _RATING,
+            "sentiment_score": _SCORE,
+        },
+    }
+    per_review = {
+        "type": "object",
+        "required": ["sentiment", "aspects", "mentions"],
+        "properties": {
+            "sentiment": {
+                "oneOf": [
+                    {
+                        "type": "object",
+                        "required": ["score", "label"],
+                        "properties": {"score": _SCORE, "label": label},
+                    },
+                    {"type": "null"},
+                ]
+            },
+            "sentence_scores": {"type": "array", "items": _SCORE},
+            "aspects": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["id", "score", "label"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "score": _SCORE,
+                        "label": label,
+                    },
+                },
+            },
+            "topics": _STRINGS,
+            "problems": _STRINGS,
+            "mentions": {
+                "type": "object",
+                "required": ["technicians", "services", "areas"],
+                "properties": {
+                    "technicians": _STRINGS,
+                    "services": _STRINGS,
+                    "areas": _STRINGS,
+                },
+            },
+        },
+    }
+    nullable_date = {"type": ["string", "null"], "format": "date"}
+    return {
+        "type": "object",
+        "description": (
+            "What the reviews say, derived by reviewsd itself (lexicon "
+            "sentiment, an aspect taxonomy, entity matching); groups the "
+            "operator supplied in the data directory replace derived ones."
+        ),
+        "required": [
+            "version",
+            "generated_at",
+            "model",
+            "review_count",
+            "date_range",
+            "overall_sentiment",
+            "aspects",
+            "entities",
+            "topics",
+            "temporal",
+            "per_review",
+            "faq",
+            "summary",
+            "pull_quote",
+        ],
+        "properties": {
+            "version": {"type": "integer"},
+            "generated_at": {"type": "string", "format": "date-time"},
+            "model": {"type": "string"},
+            "method": {"type": "object"},
+            "review_count": _COUNT,
+            "date_range": {
+                "type": "object",
+                "required": ["earliest", "latest"],
+                "properties": {"earliest": nullable_date, "latest": nullable_date},
+            },
+            "overall_sentiment": {
+                "type": "object",
+                "required": ["score", "positive_pct", "neutral_pct", "negative_pct"],
+                "properties": {
+                    "score": _SCORE,
+                    "positive_pct": _PCT,
+                    "neutral_pct": _PCT,
+                    "negative_pct": _PCT,
+                    "scored_review_count": _COUNT,
+                },
+            },
+            "aspects": {"type": "array", "items": aspect},
+            "entities": {
+                "type": "object",
+                "required": ["technicians", "services", "problems", "service_areas"],
+                "properties": {
+                    "technicians": {
+                        "type": "array",
+                        "items": _figures(name={"type": "string"}),
+                    },
+                    "services": {
+                        "type": "array",
+                        "items": _figures(
+                            id={
+                                "type": "string",
+                                "description": "What mentions_service takes.",
+                            },
+                            name={"type": "string"},
+                        ),
+                    },
+                    "service_areas": {
+                        "type": "array",
+                        "items": _figures(name={"type": "string"}),
+                    },
+                    "problems": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["id", "label", "mention_count", "top_phrases"],
+                            "properties": {
+                                "id": {"type": "string"},
+                                "label": {"type": "string"},
+                                "mention_count": _COUNT,
+                                "top_phrases": _STRINGS,
+                                "example_review_ids": _IDS,
+                            },
+                        },
+                    },
+                },
+            },
+            "topics": {
+                "type": "array",
+                "items": _figures(id={"type": "string"}, label={"type": "string"}),
+            },
+            "temporal": {
+                "type": "object",
+                "required": ["monthly", "trend"],
+                "properties": {
+                    "monthly": {"type": "array", "items": month},
+                    "trend": {"enum": ["improving", "stable", "declining"]},
+                    "trend_rule": {"type": "string"},
+                    "trend_basis": {"type": ["object", "null"]},
+                },
+            },
+            "per_review": {
+                "type": "object",
+                "description": "For every published review id.",
+                "additionalProperties": per_review,
+            },
+            "faq": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["question", "answer"],
+                    "properties": {
+                        "question": {"type": "string"},
+                        "answer": {"type": "string"},
+                    },
+                },
+            },
+            "summary": {"type": ["string", "null"]},
+            "pull_quote": {"type": ["string", "null"]},
+            "pull_quote_review_id": {"type": ["string", "null"]},
+        },
+    }
+
+
+_NULLABLE_URL = {"type": ["string", "null"], "format": "uri"}
+_DATE = {"type": "string", "format": "date"}
+_NON_BLANK = "\\S"
+
+SCHEMAS: dict[str, Any] = {
+    "OwnerReply": {
+        "type": "object",
+        "required": ["text", "date"],
+        "additionalProperties": False,
+        "properties": {"text": {"type": "string"}, "date": _DATE},
+    },
+    "Review": {
+        "type": "object",
+        "description": "A verified customer review; every field is always present.",
+        "required": [
+            "id",
+            "author",
+            "author_avatar_url",
+            "rating",
+            "date",
+            "text",
+            "source",
+            "source_url",
+            "owner_reply",
+            "verified",
+        ],
+        "additionalProperties": False,
+        "properties": {
+            "id": {"type": "string", "minLength": 1, "description": "Stable id."},
+            "author": {"type": "string"},
+            "author_avatar_url": _NULLABLE_URL,
+            "rating": {"type": "integer", "minimum": 1, "maximum": 5},
+            "date": _DATE,
+            "text": {
+                "type": ["string", "null"],
+                "description": "Null for rating-only reviews.",
+            },
+            "source": {"type": "string", "examples": ["google"]},
+            "source_url": _NULLABLE_URL,
+            "owner_reply": {"oneOf": [_ref("OwnerReply"), {"type": "null"}]},
+            "verified": {"const": True},
+        },
+    },
+    "Service": {
+        "type": "object",
+        "required": ["id", "name", "keywords"],
+        "properties": {
+            "id": {
+                "type": "string",
+                "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                "description": "What mentions_service takes.",
+            },
+            "name": {"type": "string"},
+            "keywords": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+    "Technician": {
+        "type": "object",
+        "required": ["name", "aliases"],
+        "properties": {
+            "name": {"type": "string"},
+            "aliases": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+    "Business": {
+        "type": "object",
+        "description": (
+            "The business's public metadata as the operator published it; "
+            "keys beyond these may appear."
+        ),
+        "required": ["name", "categories", "service_areas", "services", "technicians"],
+        "additionalProperties": True,
+        "properties": {
+            "name": {"type": "string", "minLength": 1},
+            "description": {"type": ["string", "null"]},
+            "url": _NULLABLE_URL,
+            "telephone": {"type": ["string", "null"]},
+            "email": {"type": ["string", "null"]},
+            "address": {"type": ["object", "string", "null"]},
+            "geo": {
+                "type": ["object", "null"],
+                "properties": {
+                    "latitude": {"type": "number", "minimum": -90, "maximum": 90},
+                    "longitude": {"type": "number", "minimum": -180, "maximum": 180},
+                },
+            },
+            "hours": {"type": ["object", "string", "null"]},
+            "categories": {"type": "array", "items": {"type": "string"}},
+            "service_areas": {"type": "array", "items": {"type": "string"}},
+            "services": {"type": "array", "items": _ref("Service")},
+            "technicians": {"type": "array", "items": _ref("Technician")},
+        },
+    },
+    "AggregateRating": {
+        "type": "object",
+        "required": [
+            "rating_value",
+            "review_count",
+            "best_rating",
+            "worst_rating",
+            "distribution",
+        ],
+        "additionalProperties": False,
+        "properties": {
+            "rating_value": {
+                "type": ["number", "null"],
+                "minimum": 1,
+                "maximum": 5,
+                "description": "Mean rating, 2 decimals; null with no reviews.",
+            },
+            "review_count": {"type": "integer", "minimum": 0},
+            "best_rating": {"const": 5},
+            "worst_rating": {"const": 1},
+            "distribution": {
+                "type": "object",
+                "required": ["1", "2", "3", "4", "5"],
+                "additionalProperties": False,
+                "properties": {
+                    str(n): {"type": "integer", "minimum": 0} for n in range(1, 6)
+                },
+            },
+        },
+    },
+    "ReviewsDocument": {
+        "type": "object",
+        "required": ["business", "aggregate_rating", "reviews"],
+        "additionalProperties": False,
+        "properties": {
+            "business": _ref("Business"),
+            "aggregate_rating": _ref("AggregateRating"),
+            "reviews": {
+                "type": "array",
+                "items": _ref("Review"),
+                "description": "Newest first: date descending, then id descending.",
+            },
+        },
+    },
+    "SearchResult": {
+        "type": "object",
+        "required": ["matched", "returned", "reviews"],
+        "additionalProperties": False,
+        "properties": {
+            "matched": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "All matches, before limit.",
+            },
+            "returned": {"type": "integer", "minimum": 0, "maximum": LIMIT_MAX},
+            "reviews": {
+                "type": "array",
+                "items": _ref("Review"),
+                "maxItems": LIMIT_MAX,
+            },
+        },
+    },
+    "SinceResult": {
+        "type": "object",
+        "required": ["since", "count", "reviews"],
+        "additionalProperties": False,
+        "properties": {
+            "since": _DATE,
+            "count": {"type": "integer", "minimum": 0},
+            "reviews": {"type": "array", "items": _ref("Review")},
+        },
+    },
+    "JsonFeedAuthor": {
+        "type": "object",
+        "minProperties": 1,
+        "properties": {"name": {"type": "string"}, "url": _URL, "avatar": _URL},
+    },
+    "JsonFeedItem": {
+        "type": "object",
+        "required": ["id", "content_text", "date_published", "authors", "_review"],
+        "properties": {
+            "id": {"type": "string", "description": "The review id."},
+            "url": _URL,
+            "title": {"type": "string"},
+            "content_text": {"type": "string"},
+            "date_published": {"type": "string", "format": "date-time"},
+            "date_modified": {"type": "string", "format": "date-time"},
+            "authors": {"type": "array", "items": _ref("JsonFeedAuthor")},
+            "_review": _ref("Review"),
+        },
+    },
+    "JsonFeed": {
+        "type": "object",
+        "description": f"JSON Feed 1.1 of the {FEED_ITEMS} newest reviews.",
+        "required": ["version", "title", "home_page_url", "feed_url", "hubs", "items"],
+        "properties": {
+            "version": {"const": JSON_FEED_VERSION},
+            "title": {"type": "string"},
+            "home_page_url": _URL,
+            "feed_url": _URL,
+            "description": {"type": "string"},
+            "authors": {"type": "array", "items": _ref("JsonFeedAuthor")},
+            "hubs": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["type", "url"],
+                    "properties": {"type": {"const": "WebSub"}, "url": _URL},
+                },
+            },
+            "items": {
+                "type": "array",
+                "maxItems": FEED_ITEMS,
+                "items": _ref("JsonFeedItem"),
+            },
+        },
+    },
+    "Error": {
+        "type": "object",
+        "required": ["error", "message"],
+        "properties": {
+            "error": {
+                "type": "string",
+                "description": "Machine-readable code, e.g. not_found.",
+            },
+            "message": {"type": "string", "description": "What is wrong, for people."},
+        },
+    },
+    "Issue": {
+        "type": "object",
+        "required": ["path", "code", "message"],
+        "properties": {
+            "path": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 1,
+                "description": "The parameter at fault.",
+            },
+            "code": {
+                "type": "string",
+                "enum": [
+                    "invalid_type",
+                    "too_small",
+                    "too_big",
+                    "too_long",
+                    "invalid_date",
+                    "invalid_range",
+                    "empty",
+                    "repeated",
+                    "invalid_encoding",
+                ],
+            },
+            "message": {"type": "string"},
+            "expected": {"type": "string"},
+            "minimum": {"type": "number"},
+            "maximum": {"type": "number"},
+        },
+    },
+    "ValidationError": {
+        "allOf": [
+            _ref("Error"),
+            {
+                "type": "object",
+                "required": ["issues"],
+                "properties": {
+                    "error": {"const": "invalid_parameters"},
+                    "issues": {"type": "array", "items": _ref("Issue"), "minItems": 1},
+                },
+            },
+        ]
+    },
+    "Insights": _insights_schema(),
+    "JsonRpcMessage": {
+        "type": "object",
+        "required": ["jsonrpc"],
+        "properties": {
+            "jsonrpc": {"const": "2.0"},
+            "id": {"type": ["integer", "string"]},
+            "method": {"type": "string"},
+            "params": {"type": "object"},
+            "result": {"type": "object"},
+            "error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                    "code": {"type": "integer"},
+                    "message": {"type": "string"},
+                    "data": {},
+                },
+            },
+        },
+    },
+}
+
+_VALIDATORS = {
+    "ETag": {
+        "description": "Strong validator: a hash of the exact bytes sent.",
+        "schema": {"type": "string", "pattern": '^"[A-Za-z0-9_-]+"$'},
+        "required": True,
+    },
+    "Last-Modified": {
+        "description": "When this content last changed (an HTTP date).",
+        "schema": {"type": "string"},
+        "required": True,
+    },
+}
+
+_CONDITIONAL = [
+    {
+        "name": "If-None-Match",
+        "in": "header",
+        "required": False,
+        "description": (
+            "Entity tags the client holds (a list, `*`, weak comparison); "
+            "a match answers 304."
+        ),
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "If-Modified-Since",
+        "in": "header",
+        "required": False,
+        "description": "An HTTP date; ignored when If-None-Match is sent.",
+        "schema": {"type": "string"},
+    },
+]
+
+
+def _document_get(
+    operation_id: str, summary: str, content: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "get": {
+            "operationId": operation_id,
+            "summary": summary,
+            "parameters": _CONDITIONAL,
+            "responses": {
+                "200": {
+                    "description": summary,
+                    "headers": _VALIDATORS,
+                    "content": content,
+                },
+                "304": {
+                    "description": "Not modified: the validator matched.",
+                    "headers": _VALIDATORS,
+                },
+            },
+        }
+    }
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
+
+
+_INVALID = _json(
+    _ref("ValidationError"), "Invalid parameters: one issue per bad parameter."
+)
+
+
+def openapi_document(links: Links) -> dict[str, Any]:
+    """The description, with C{servers} naming this deployment's base URL."""
+    search_parameters = [
+        _query(
+            "rating",
+            {"type": "integer", "minimum": 1, "maximum": 5},
+            "Exact star rating.",
+        ),
+        _query(
+            "min_rating",
+            {"type": "number", "minimum": 1, "maximum": 5},
+            "Minimum star rating, inclusive.",
+        ),
+        _query("since", _DATE, "Only reviews on or after this date."),
+        _query(
+            "until",
+            _DATE,
+            "Only reviews on or before this date; since later than until is a 400.",
+        ),
+        _query(
+            "query",
+            {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": QUERY_MAX_LENGTH,
+                "pattern": _NON_BLANK,
+            },
+            "Case-insensitive substring of the review text (Unicode case "
+            "folding); rating-only reviews never match.",
+        ),
+        _query(
+            "mentions_technician",
+            {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": NAME_MAX_LENGTH,
+                "pattern": _NON_BLANK,
+            },
+            "A technician's name or alias, any case: reviews that mention "
+            "that technician by any of their names, as whole words.",
+        ),
+        _query(
+            "mentions_service",
+            {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": NAME_MAX_LENGTH,
+                "pattern": _NON_BLANK,
+            },
+            "A service id or name: reviews that mention the service's name or "
+            "one of its keywords, as whole words.",
+        ),
+        _query(
+            "limit",
+            {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": LIMIT_MAX,
+                "default": LIMIT_DEFAULT,
+            },
+            "How many reviews to return at most.",
+        ),
+    ]
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Verified customer reviews",
+            "version": API_VERSION,
+            "summary": "One business's verified customer reviews as read-only data.",
+            "description": (
+                "A public, read-only service: the whole dataset, feeds, search, "
+                "incremental sync, an MCP server and a WebSub hub. No "
+                "authentication; an Authorization header is ignored. Errors are "
+                "JSON objects with `error` and `message`. "
+                f"Served by reviewsd {__version__.public()}."
+            ),
+            "license": {"name": "MIT", "identifier": "MIT"},
+        },
+        "servers": [{"url": links.base}],
+        "paths": {
+            "/reviews.json": _document_get(
+                "getReviews",
+                "Business metadata, aggregate rating and every verified review.",
+                {JSON: {"schema": _ref("ReviewsDocument")}},
+            ),
+            "/insights.json": _document_get(
+                "getInsights",
+                "Aspect sentiment, entities, topics, trend, FAQ and summary.",
+                {JSON: {"schema": _ref("Insights")}},
+            ),
+            "/llms.txt": _document_get(
+                "getLlmsTxt",
+                "A plain-text overview for AI agents (llmstxt.org).",
+                {"text/plain": {"schema": {"type": "string"}}},
+            ),
+            "/api/feed.json": _document_get(
+                "getJsonFeed",
+                f"JSON Feed 1.1 of the {FEED_ITEMS} newest reviews.",
+                {JSON: {"schema": _ref("JsonFeed")}},
+            ),
+            "/feed.xml": _document_get(
+                "getAtomFeed",
+                f"Atom feed (RFC 4287) of the {FEED_ITEMS} newest reviews.",
+                {"application/atom+xml": {"schema": {"type": "string"}}},
+            ),
+            "/api/reviews/search": {
+                "get": {
+                    "operationId": "searchReviews",
+                    "summary": "Reviews matching every given filter, newest first.",
+                    "description": (
+                        "Filters combine with AND. Unknown parameters are ignored; "
+                        "a repeated or empty parameter is a 400."
+                    ),
+                    "parameters": search_parameters,
+                    "responses": {
+                        "200": _json(_ref("SearchResult"), "The matching reviews."),
+                        "400": _INVALID,
+                    },
+                }
+            },
+            "/api/reviews/since/{date}": {
+                "get": {
+                    "operationId": "getReviewsSince",
+                    "summary": "Reviews dated on or after a date, newest first.",
+                    "parameters": [
+                        {
+                            "name": "date",
+                            "in": "path",
+                            "required": True,
+                            "schema": _DATE,
+                            "description": "YYYY-MM-DD.",
+                        },
+                        *_CONDITIONAL,
+                    ],
+                    "responses": {
+                        "200": {
+                            **_json(_ref("SinceResult"), "The reviews since the date."),
+                            "headers": _VALIDATORS,
+                        },
+                        "304": {
+                            "description": "Not modified: the validator matched.",
+                            "headers": _VALIDATORS,
+                        },
+                        "400": _INVALID,
+                    },
+                }
+            },
+            "/mcp": {
+                "post": {
+                    "operationId": "mcp",
+                    "summary": "Model Context Protocol server, streamable HTTP.",
+                    "description": (
+                        "JSON-RPC 2.0. `initialize` returns an `Mcp-Session-Id` header "
+                        "that every later request carries; notifications are "
+                        "answered 202 with no body."
+                    ),
+                    "parameters": [
+                        {
+                            "name": "Mcp-Session-Id",
+                            "in": "header",
+                            "required": False,
+                            "schema": {"type": "string"},
+                        },
+                        {
+                            "name": "MCP-Protocol-Version",
+                            "in": "header",
+                            "required": False,
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {JSON: {"schema": _ref("JsonRpcMessage")}},
+                    },
+                    "responses": {
+                        "200": _json(_ref("JsonRpcMessage"), "The JSON-RPC response."),
+                        "202": {"description": "A notification or response, accepted."},
+                        "400": _json(
+                            _ref("JsonRpcMessage"),
+                            "Malformed JSON, a missing session id or protocol version.",
+                        ),
+                        "403": _json(_ref("JsonRpcMessage"), "A foreign Origin."),
+                        "404": _json(
+                            _ref("JsonRpcMessage"), "An unknown or ended session."
+                        ),
+                        "406": _json(
+                            _ref("JsonRpcMessage"), "Accept does not allow JSON."
+                        ),
+                        "413": _json(_ref("JsonRpcMessage"), "The body is too large."),
+                    },
+                }
+            },
+            "/api/websub/hub": {
+                "post": {
+                    "operationId": "websubHub",
+                    "summary": "WebSub hub: subscribe or unsubscribe a callback.",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/x-www-form-urlencoded": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": [
+                                        "hub.callback",
+                                        "hub.mode",
+                                        "hub.topic",
+                                    ],
+                                    "properties": {
+                                        "hub.callback": {
+                                            "type": "string",
+                                            "format": "uri",
+                                            "pattern": "^https://",
+                                        },
+                                        "hub.mode": {
+                                            "enum": ["subscribe", "unsubscribe"]
+                                        },
+                                        "hub.topic": {
+                                            "enum": [
+                                                links.atom_feed,
+                                                links.json_feed,
+                                                links.reviews,
+                                            ]
+                                        },
+                                        "hub.lease_seconds": {
+                                            "type": "integer",
+                                            "minimum": 1,
+                                        },
+                                        "hub.secret": {
+                                            "type": "string",
+                                            "maxLength": 199,
+                                        },
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "202": {
+                            "description": (
+                                "Accepted; intent is verified afterwards by a GET to "
+                                "the callback."
+                            )
+                        },
+                        "400": {
+                            "description": "Why the request was refused.",
+                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                        },
+                        "415": {
+                            "description": "Not application/x-www-form-urlencoded.",
+                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                        },
+                    },
+                }
+            },
+            "/.well-known/openapi.json": _document_get(
+                "getOpenAPI",
+                "This description.",
+                {JSON: {"schema": {"type": "object"}}},
+            ),
+        },
+        "components": {"schemas": SCHEMAS},
+    }

@@ -1,0 +1,224 @@
+"""
+The service that holds the current snapshot and replaces it when the data
+changes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from twisted.application.service import Service
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThreadPool
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from reviewsd.data.links import Links
+from reviewsd.data.loading import DataError, Reader
+from reviewsd.data.snapshot import Snapshot
+from reviewsd.insights import ReviewCache
+from reviewsd.memory import settle_memory
+from reviewsd.publishing.build import load_snapshot
+
+log = Logger()
+
+
+def save_cache(cache: ReviewCache) -> None:
+    """Keep the analyses for the next start; a failure only costs time."""
+    if cache.discarded:
+        log.warn(
+            "Insights cache {path} was discarded ({why}); reviews were analysed anew",
+            path=str(cache.path),
+            why=cache.discarded,
+        )
+    try:
+        cache.save()
+    except (sqlite3.Error, OSError) as e:
+        log.warn(
+            "Cannot save the insights cache {path}: {error}",
+            path=str(cache.path),
+            error=e,
+        )
+
+
+def _load_and_keep(
+    directory: Path,
+    links: Links,
+    previous: Snapshot,
+    cache: ReviewCache | None,
+    reader: Reader,
+) -> Snapshot:
+    """A reload's blocking part: the new snapshot, and the cache saved."""
+    snapshot = load_snapshot(directory, links, previous, cache, reader)
+    if cache is not None:
+        save_cache(cache)
+    return snapshot
+
+
+def _index_words(snapshot: Snapshot) -> None:
+    """
+    The word index of the snapshot a daemon starts with, built once it
+    serves (a second at 100,000 reviews): text queries test every text
+    until then. Reloads extend it.
+    """
+    snapshot.index.index_words()
+    settle_memory()
+
+
+def changed_topics(old: Snapshot, new: Snapshot) -> list[str]:
+    """The topic URLs whose bytes differ between two snapshots."""
+    return [
+        new.links.url(path)
+        for path, document in new.documents.items()
+        if document.links is not None
+        and not document.same_content(old.documents.get(path))
+    ]
+
+
+class ReviewsData(Service):
+    """
+    Holds the snapshot every request reads, and replaces it when the data
+    changes: the new one is built in a worker thread and swapped in with one
+    assignment, so a request sees all of one generation or all of the next.
+
+    @ivar publish: called with each topic URL whose content changed.
+    @ivar notify: called with systemd notifications around a reload.
+    @ivar reloads: completed reloads; C{failures}: refused ones.
+    @ivar loaded_at: when the current snapshot was swapped in.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        snapshot: Snapshot,
+        reactor: Any = None,
+        cache: ReviewCache | None = None,
+        reader: Reader | None = None,
+    ) -> None:
+        if reactor is None:
+            from twisted.internet import reactor
+        self.directory = directory
+        self.snapshot = snapshot
+        self._reactor = reactor
+        self._cache = cache
+        self._reader = Reader() if reader is None else reader
+        self._running: Deferred[None] | None = None
+        self._waiting: list[Deferred[bool]] = []
+        self.publish: Callable[[str], object] = lambda topic: None
+        self.notify: Callable[[bytes], object] = lambda state: None
+        self.reloads = 0
+        self.failures = 0
+        self.loaded_at = reactor.seconds()
+
+    def startService(self) -> None:
+        super().startService()
+        settle_memory()
+        dataset = self.snapshot.dataset
+        log.info(
+            "Publishing {count} reviews of {business} from {directory}"
+            " ({unpublished} unverified left out)",
+            count=len(dataset.reviews),
+            business=dataset.business.name,
+            directory=str(self.directory),
+            unpublished=dataset.unpublished,
+        )
+        if not self.snapshot.index.has_words:
+            started = self._reactor.seconds()
+            work = deferToThreadPool(
+                self._reactor,
+                self._reactor.getThreadPool(),
+                _index_words,
+                self.snapshot,
+            )
+            work.addCallbacks(
+                lambda _: log.info(
+                    "Word index built in {duration:.2f} s",
+                    duration=self._reactor.seconds() - started,
+                ),
+                lambda failure: log.failure(
+                    "Cannot build the word index; text queries test every review",
+                    failure,
+                ),
+            )
+
+    def stopService(self) -> Deferred[None] | None:
+        super().stopService()
+        if self._running is None:
+            return None
+        # let a reload in progress finish, so that its cache is saved
+        finished: Deferred[None] = Deferred()
+        self._running.addBoth(lambda result: (finished.callback(None), result)[1])
+        return finished
+
+    def reload(self) -> Deferred[bool]:
+        """
+        Read the data directory again, one reload at a time: asked for while
+        one runs, it runs once more afterwards (requests in between share that
+        run). Fires with whether new data was swapped in.
+        """
+        done: Deferred[bool] = Deferred()
+        if self._running is not None:
+            self._waiting.append(done)
+        else:
+            self._start([done])
+        return done
+
+    def _start(self, waiting: list[Deferred[bool]]) -> None:
+        started = self._reactor.seconds()
+        self.notify(b"RELOADING=1")
+        work = deferToThreadPool(
+            self._reactor,
+            self._reactor.getThreadPool(),
+            _load_and_keep,
+            self.directory,
+            self.snapshot.links,
+            self.snapshot,
+            self._cache,
+            self._reader,
+        )
+        # set before the callbacks, which may run at once and clear it
+        self._running = work
+        work.addCallbacks(self._swap, self._refused, callbackArgs=(started,))
+        work.addCallback(self._finish, waiting)
+
+    def _swap(self, new: Snapshot, started: float) -> bool:
+        old, self.snapshot = self.snapshot, new
+        self.reloads += 1
+        self.loaded_at = self._reactor.seconds()
+        topics = changed_topics(old, new)
+        del old  # freed now, so that settling gives its memory back too
+        settle_memory()
+        log.info(
+            "Reloaded {directory} in {duration:.2f} s: {count} reviews; changed "
+            "topics: {changed}",
+            directory=str(self.directory),
+            duration=self.loaded_at - started,
+            count=len(new.dataset.reviews),
+            changed=", ".join(topics) or "none",
+        )
+        for topic in topics:
+            self.publish(topic)
+        return True
+
+    def _refused(self, failure: Failure) -> bool:
+        self.failures += 1
+        if failure.check(DataError):
+            log.error(
+                "Reload refused, still serving the previous data: {error}",
+                error=str(failure.value),
+            )
+        else:
+            log.failure("Reload failed, still serving the previous data", failure)
+        return False
+
+    def _finish(self, swapped: bool, waiting: list[Deferred[bool]]) -> None:
+        self.notify(b"READY=1")
+        self._running = None
+        for done in waiting:
+            done.callback(swapped)
+        if self._waiting:
+            waiting, self._waiting = self._waiting, []
+            self._start(waiting)
