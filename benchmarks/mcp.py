@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.documents import (  # noqa: E402
+from benchmarks.documents import (
     free_port,
     start_daemon,
     wait_for,

@@ -22,15 +22,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import treq  # noqa: E402
-import trustme  # noqa: E402
-from twisted.internet import defer, reactor, ssl, task  # noqa: E402
-from twisted.web.resource import Resource  # noqa: E402
-from twisted.web.server import Site  # noqa: E402
+import treq
+import trustme
+from twisted.internet import defer, reactor, ssl, task
+from twisted.web.resource import Resource
+from twisted.web.server import Site
 
-from benchmarks.documents import free_port, start_daemon  # noqa: E402
-from reviewsd.data.loading import DEMO_DATA  # noqa: E402
-from reviewsd.data.synthetic import write  # noqa: E402
+from benchmarks.documents import free_port, start_daemon
+from reviewsd.data.loading import DEMO_DATA
+from reviewsd.data.synthetic import write
 
 
 class Subscriber(Resource):

@@ -19,11 +19,11 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reviewsd.data.links import Links  # noqa: E402
-from reviewsd.data.loading import load_dataset  # noqa: E402
-from reviewsd.data.mentions import Matcher  # noqa: E402
-from reviewsd.data.search import SearchIndex, SearchQuery  # noqa: E402
-from reviewsd.data.synthetic import write  # noqa: E402
+from reviewsd.data.links import Links
+from reviewsd.data.loading import load_dataset
+from reviewsd.data.mentions import Matcher
+from reviewsd.data.search import SearchIndex, SearchQuery
+from reviewsd.data.synthetic import write
 from reviewsd.memory import settle_memory
 from reviewsd.publishing.build import build_snapshot
 

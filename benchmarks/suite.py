@@ -1,10 +1,11 @@
 """
-The benchmark suite: every figure issue 10 asks for, at each data size.
+The benchmark suite: start-up, throughput and latency of every endpoint,
+search, MCP, reload and memory, at each data size.
 
     python benchmarks/suite.py [--sizes 1000,100000] [--rounds 2] [--seconds 3]
 
 Needs wrk (Debian: apt-get install wrk). For each size it generates a data
-directory (benchmarks/synthetic.py), then measures:
+directory (reviewsd/data/synthetic.py), then measures:
 
   - start-up: seconds from launching `twistd -n reviewsd` to the first answer,
     cold (empty state directory) and warm (insights cache kept); the daemon
@@ -40,9 +41,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.documents import BARE, free_port, start_daemon, wrk  # noqa: E402
-from benchmarks.mcp import LUA, initialize  # noqa: E402
-from reviewsd.data.synthetic import write  # noqa: E402
+from benchmarks.documents import BARE, free_port, start_daemon, wrk
+from benchmarks.mcp import LUA, initialize
+from reviewsd.data.synthetic import write
 
 ENDPOINTS = (
     "/reviews.json",

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reviewsd.data.links import (  # noqa: E402
+from reviewsd.data.links import (
     ATOM_FEED_PATH,
     HUB_PATH,
     JSON_FEED_PATH,
@@ -58,8 +58,8 @@ def serve_hub(arguments: argparse.Namespace) -> None:
 
     from reviewsd.data.loading import DEMO_DATA
     from reviewsd.publishing.build import load_snapshot
-    from reviewsd.publishing.service import ReviewsData
-    from reviewsd.web.http import make_site
+    from reviewsd.publishing.service import CurrentSnapshot, ReviewsData
+    from reviewsd.web.site import make_site
     from reviewsd.websub import Hub, HubConfig, HubResource
     from reviewsd.websub.outbound import GuardedClient, OutboundPolicy
     from reviewsd.websub.topics import SnapshotTopics
@@ -70,7 +70,7 @@ def serve_hub(arguments: argparse.Namespace) -> None:
         [textFileLogObserver(log_file)], redirectStandardIO=False
     )
     links = Links(f"http://127.0.0.1:{arguments.port}")
-    data = ReviewsData(DEMO_DATA, load_snapshot(DEMO_DATA, links))
+    data = ReviewsData(DEMO_DATA, CurrentSnapshot(load_snapshot(DEMO_DATA, links)))
 
     client = GuardedClient(
         reactor,
@@ -99,13 +99,13 @@ def serve_hub(arguments: argparse.Namespace) -> None:
     class Control(LineReceiver):
         delimiter = b"\n"
 
-        def connectionMade(self) -> None:  # noqa: N802
+        def connectionMade(self) -> None:
             hub.ready().addCallback(lambda _: self.send({"ready": True}))
 
         def send(self, message: dict[str, Any]) -> None:
             self.sendLine(json.dumps(message).encode())
 
-        def lineReceived(self, line: bytes) -> None:  # noqa: N802
+        def lineReceived(self, line: bytes) -> None:
             command, _, argument = line.decode().partition(" ")
             if command == "count":
                 self.send({"subscriptions": len(hub.subscriptions())})
@@ -142,7 +142,8 @@ def run(arguments: argparse.Namespace) -> None:
     from twisted.web.client import Agent, HTTPConnectionPool
 
     from benchmarks.documents import free_port
-    from tests.test_websub_integration import Subscriber, TLSFiles, listen_https
+    from tests.support.tls import TLSFiles, listen_https
+    from tests.support.websub import Subscriber
 
     work = Path(tempfile.mkdtemp(prefix="websub-bench-"))
     tls = TLSFiles(work / "tls", "127.0.0.1")
@@ -159,7 +160,7 @@ def run(arguments: argparse.Namespace) -> None:
             self.waiting: list[tuple[str, defer.Deferred[Any]]] = []
             self.ended: defer.Deferred[None] = defer.Deferred()
 
-        def outReceived(self, data: bytes) -> None:  # noqa: N802
+        def outReceived(self, data: bytes) -> None:
             self.buffer += data
             while b"\n" in self.buffer:
                 line, self.buffer = self.buffer.split(b"\n", 1)
@@ -170,10 +171,10 @@ def run(arguments: argparse.Namespace) -> None:
                         d.callback(message[key])
                         break
 
-        def errReceived(self, data: bytes) -> None:  # noqa: N802
+        def errReceived(self, data: bytes) -> None:
             sys.stderr.write(data.decode(errors="replace"))
 
-        def processEnded(self, reason: Any) -> None:  # noqa: N802
+        def processEnded(self, reason: Any) -> None:
             self.ended.callback(None)
 
         def ask(self, line: str, key: str) -> defer.Deferred[Any]:

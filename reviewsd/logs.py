@@ -30,7 +30,7 @@ from twisted.logger import (
     textFileLogObserver,
 )
 from twisted.python.compat import ioType
-from twisted.web.server import Request
+from twisted.web.http import Request
 from zope.interface import implementer
 
 ACCESS_NAMESPACE = "reviewsd.access"
@@ -136,7 +136,7 @@ class JSONLinesObserver:
         except Exception as e:  # never lose an event to a formatting bug
             line = json.dumps({"text": f"Unloggable event: {e!r}", "level": "error"})
         if self._journal:
-            priority = _PRIORITIES.get(event.get("log_level"), 6)  # type: ignore[arg-type]
+            priority = _PRIORITIES.get(event.get("log_level"), 6)
             line = f"<{priority}>{line}"
         if self._binary:
             self._out.write((line + "\n").encode("utf-8"))
@@ -193,7 +193,7 @@ def loggable_uri(uri: bytes) -> str:
 
 def log_access(request: Request, route: str, duration: float) -> None:
     """
-    One access log event; an observer of L{reviewsd.web.http.ReviewsSite}.
+    One access log event; an observer of L{reviewsd.web.site.ReviewsSite}.
 
     Per request, this is the daemon's largest cost after the network: the
     event is built here rather than by L{Logger.info} (which checks its level

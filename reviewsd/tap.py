@@ -1,515 +1,126 @@
 """
-C{twistd reviewsd}: the options, and the wiring of the services they name.
+C{twistd reviewsd}: the wiring of the services the options name.
 """
 
 from __future__ import annotations
 
-import difflib
-import os
-import re
-import sys
-from pathlib import Path
+from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
 
-from twisted.application.internet import TimerService
 from twisted.application.service import IService
 from twisted.internet.defer import Deferred, gatherResults
 from twisted.internet.endpoints import serverFromString
-from twisted.internet.interfaces import IReactorCore, IReactorTime
-from twisted.internet.testing import MemoryReactor
 from twisted.logger import Logger
-from twisted.python import usage
+from twisted.python.failure import Failure
 from twisted.web.resource import IResource
 
 from reviewsd import __version__
+from reviewsd.config import Options, effective_configuration
 from reviewsd.data.links import HEALTH_PATH, HUB_PATH, MCP_PATH, METRICS_PATH, Links
-from reviewsd.data.loading import DEMO_DATA, DataError, Reader
+from reviewsd.data.loading import DataError, Reader
 from reviewsd.insights import ReviewCache
 from reviewsd.logs import log_access
 from reviewsd.mcp.tools import Tools
 from reviewsd.mcp.transport import MCPResource, Sessions
 from reviewsd.ops.health import HealthResource
-from reviewsd.ops.lifecycle import InOrder, Listener
+from reviewsd.ops.lifecycle import Every, InOrder, Listener
 from reviewsd.ops.metrics import Metrics
 from reviewsd.ops.signals import ReloadOnSignal
 from reviewsd.ops.systemd import Notifier, notify
 from reviewsd.publishing.build import load_snapshot
-from reviewsd.publishing.service import ReviewsData, save_cache
+from reviewsd.publishing.service import CurrentSnapshot, ReviewsData, save_cache
 from reviewsd.publishing.watching import DirectoryWatcher
-from reviewsd.web.http import IDLE_TIMEOUT, RECEIVE_TIMEOUT, make_side_site, make_site
+from reviewsd.web.site import (
+    RequestObserver,
+    ReviewsSite,
+    make_side_site,
+    make_site,
+)
 from reviewsd.websub import Hub, HubConfig, HubResource
-from reviewsd.websub.outbound import GuardedClient, OutboundPolicy, load_certificates
+from reviewsd.websub.outbound import GuardedClient, OutboundPolicy
 from reviewsd.websub.topics import SnapshotTopics
+
+__all__ = ["Options", "makeService"]
 
 log = Logger()
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
-DEFAULT_LISTEN = "tcp:8080:interface=127.0.0.1"
-
-_PATH_OPTIONS = ("data", "state-dir", "callback-ca")
-
-_NUMBERS: dict[str, tuple[type, int | float]] = {
-    "lease-default": (int, 864000),
-    "lease-min": (int, 300),
-    "lease-max": (int, 2592000),
-    "retry-base": (float, 30.0),
-    "max-subscriptions-per-host": (int, 100),
-    "idle-timeout": (float, IDLE_TIMEOUT),
-    "receive-timeout": (float, RECEIVE_TIMEOUT),
-    "shutdown-timeout": (float, 10.0),
-}
-
-_SWITCHES = {"access-log": True}
-"""Options that are on or off: C{on}/C{off} on the command line, booleans in TOML."""
-
-_ON = ("on", "true", "yes", "1")
-_OFF = ("off", "false", "no", "0")
-
-
-def _number(name: str, value: object) -> int | float:
-    """A positive number option, from the command line or TOML."""
-    kind, _ = _NUMBERS[name]
-    what = "a whole number" if kind is int else "a number"
-    given = value
-    if isinstance(value, str):
-        try:
-            value = kind(value)
-        except ValueError:
-            raise usage.UsageError(f"--{name} {value!r}: must be {what}") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise usage.UsageError(f"--{name}: must be {what}, got {value!r}")
-    if kind is int and not float(value).is_integer() or not 0 < value < 1e12:
-        raise usage.UsageError(f"--{name} {given!r}: must be {what} above 0")
-    return kind(value)
-
-
-def _check_endpoint(name: str, description: str) -> None:
-    """An endpoint string Twisted can listen on, or a usage error saying why."""
-    try:
-        serverFromString(MemoryReactor(), description)
-    except KeyError as e:
-        if _endpoint_parts(description)[0] != "systemd":
-            raise usage.UsageError(f"--{name} {description!r}: {e}") from None
-        passed = os.environ.get("LISTEN_FDNAMES")
-        raise usage.UsageError(
-            f"--{name} {description!r}: systemd passed no socket named {e}"
-            + (f" (it passed {passed!r})" if passed else " (it passed none)")
-            + "; start reviewsd.socket first, or listen on tcp: outside systemd"
-        ) from None
-    except Exception as e:
-        raise usage.UsageError(f"--{name} {description!r}: {e}") from None
-
-
-def _switch(name: str, value: object, default: bool) -> bool:
-    """An on/off option, from the command line (a word) or TOML (a boolean)."""
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    word = str(value).strip().lower()
-    if word in _ON:
-        return True
-    if word in _OFF:
-        return False
-    raise usage.UsageError(f"--{name} {value!r}: must be on or off")
-
-
-def _default_state_dir() -> Path:
-    """systemd's C{StateDirectory=}, else the XDG per-user state directory."""
-    systemd = os.environ.get("STATE_DIRECTORY")
-    if systemd:
-        return Path(systemd.split(":")[0])
-    xdg = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    return Path(xdg) / "reviewsd"
-
-
-def _endpoint_parts(description: str) -> tuple[str, list[str], dict[str, str]]:
-    """Split an endpoint string as Twisted does: C{:} separates, C{\\:} escapes."""
-    fields = [
-        f.replace("\\:", ":").replace("\\\\", "\\")
-        for f in re.split(r"(?<!\\):", description)
-    ]
-    args: list[str] = []
-    kwargs: dict[str, str] = {}
-    for field in fields[1:]:
-        name, sep, value = field.partition("=")
-        if sep:
-            kwargs[name] = value
-        else:
-            args.append(field)
-    return fields[0].lower(), args, kwargs
-
-
-def base_url_for(listen: str) -> str:
-    """
-    The URL a local client reaches a C{--listen} endpoint at.
-
-    @raise usage.UsageError: the endpoint does not say (UNIX sockets, systemd
-        sockets, port 0), so C{--base-url} must.
-    """
-    kind, args, kwargs = _endpoint_parts(listen)
-    schemes = {"tcp": "http", "tcp6": "http", "ssl": "https"}
-    port = kwargs.get("port") or (args[0] if args else "")
-    if kind not in schemes or not port.isdigit() or int(port) == 0:
-        raise usage.UsageError(
-            f"--base-url is needed: the public URL of --listen {listen!r} "
-            "cannot be derived"
-        )
-    scheme = schemes[kind]
-    host = kwargs.get("interface", "")
-    if host in ("", "0.0.0.0", "::"):
-        host = "localhost"
-    elif ":" in host:
-        host = f"[{host}]"
-    default_port = {"http": 80, "https": 443}[scheme]
-    suffix = "" if int(port) == default_port else f":{int(port)}"
-    return f"{scheme}://{host}{suffix}"
-
-
-def _check_base_url(value: str) -> str:
-    parts = urlsplit(value)
-    if (
-        parts.scheme not in ("http", "https")
-        or not parts.hostname
-        or parts.query
-        or parts.fragment
-        or parts.username is not None
-        or any(c.isspace() for c in value)
-    ):
-        raise usage.UsageError(
-            f"--base-url {value!r}: give an absolute http(s) URL without "
-            "query, fragment or user name, such as https://reviews.example.com"
-        )
-    return value.rstrip("/")
-
-
-class Options(usage.Options):
-    synopsis = "[options]"
-    longdesc = (
-        "Serve one business's verified customer reviews, their insights and "
-        "feeds as a public, read-only data service. With no options it serves "
-        "the bundled demo data on http://127.0.0.1:8080/."
-    )
-
-    optParameters = [
-        [
-            "listen",
-            None,
-            None,
-            f"Twisted endpoint string to listen on [default: {DEFAULT_LISTEN}].",
-        ],
-        [
-            "base-url",
-            None,
-            None,
-            "Public URL prefix used in feeds, topics and links "
-            "[default: derived from --listen].",
-        ],
-        [
-            "data",
-            None,
-            None,
-            "Data directory: business.json plus reviews.json or reviews.jsonl "
-            "[default: the bundled demo data].",
-        ],
-        [
-            "state-dir",
-            None,
-            None,
-            "Where persistent state is kept [default: $STATE_DIRECTORY, else "
-            "$XDG_STATE_HOME/reviewsd].",
-        ],
-        [
-            "config",
-            None,
-            None,
-            "TOML file holding any of these options as top-level keys named "
-            "like the long options; the command line wins.",
-        ],
-        [
-            "callback-ca",
-            None,
-            None,
-            "PEM file of extra CAs trusted for HTTPS WebSub callbacks "
-            "[default: system trust only].",
-        ],
-        [
-            "lease-default",
-            None,
-            None,
-            "WebSub lease, in seconds, when a subscriber asks for none "
-            f"[default: {_NUMBERS['lease-default'][1]}].",
-        ],
-        [
-            "lease-min",
-            None,
-            None,
-            f"Shortest WebSub lease granted [default: {_NUMBERS['lease-min'][1]}].",
-        ],
-        [
-            "lease-max",
-            None,
-            None,
-            f"Longest WebSub lease granted [default: {_NUMBERS['lease-max'][1]}].",
-        ],
-        [
-            "retry-base",
-            None,
-            None,
-            "Seconds before the first retry of a failed delivery; doubles after "
-            f"[default: {_NUMBERS['retry-base'][1]:g}].",
-        ],
-        [
-            "max-subscriptions-per-host",
-            None,
-            None,
-            "WebSub subscriptions one callback host may hold "
-            f"[default: {_NUMBERS['max-subscriptions-per-host'][1]}].",
-        ],
-        [
-            "access-log",
-            None,
-            None,
-            "Log each request (client, method, path, status, bytes, duration): "
-            "on or off [default: on].",
-        ],
-        [
-            "metrics-listen",
-            None,
-            None,
-            "Serve /metrics (and /healthz) on this endpoint instead of --listen, "
-            "such as tcp:9464:interface=127.0.0.1 [default: /metrics on --listen].",
-        ],
-        [
-            "idle-timeout",
-            None,
-            None,
-            "Seconds a connection may stay silent before it is closed "
-            f"[default: {_NUMBERS['idle-timeout'][1]:g}].",
-        ],
-        [
-            "receive-timeout",
-            None,
-            None,
-            "Seconds a client has to send a whole request, headers and body "
-            f"[default: {_NUMBERS['receive-timeout'][1]:g}].",
-        ],
-        [
-            "shutdown-timeout",
-            None,
-            None,
-            "Seconds requests in flight get to finish when the service stops "
-            f"[default: {_NUMBERS['shutdown-timeout'][1]:g}].",
-        ],
-    ]
-
-    optFlags = [
-        [
-            "allow-private-callbacks",
-            None,
-            "Allow WebSub callbacks on loopback and private addresses (tests, "
-            "labs) [default: refused].",
-        ],
-    ]
-
-    _failed = False
-    _repeatable = ("mcp-allowed-origin",)
-
-    @classmethod
-    def config_keys(cls) -> list[str]:
-        """Every option a configuration file may set: all but C{config}."""
-        names = [name for name, *_ in cls.optParameters if name != "config"]
-        return names + list(cls._repeatable) + [name for name, *_ in cls.optFlags]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self["mcp-allowed-origin"] = []
-
-    def opt_mcp_allowed_origin(self, origin: str) -> None:
-        """
-        Also accept /mcp requests from web pages of this origin, such as
-        https://app.example (repeatable; * accepts any) [default: the base
-        URL's origin and localhost].
-        """
-        self["mcp-allowed-origin"].append(origin)
-
-    def opt_version(self) -> None:
-        """Print the version and exit."""
-        print(f"reviewsd {__version__.public()}")
-        sys.exit(0)
-
-    def getUsage(self, width: int | None = None) -> str:
-        # twistd prints the whole usage text before a usage error; after a
-        # bad value one pointer to --help is what the operator needs.
-        if self._failed:
-            return "Run 'twistd reviewsd --help' for the list of options."
-        return super().getUsage(width)
-
-    def parseOptions(self, options: list[str] | None = None) -> None:
-        try:
-            super().parseOptions(options)
-        except usage.UsageError:
-            self._failed = True
-            raise
-
-    def _merge_config(self, path: Path) -> None:
-        try:
-            with path.open("rb") as f:
-                config = tomllib.load(f)
-        except OSError as e:
-            raise usage.UsageError(f"--config {path}: {e.strerror}") from None
-        except tomllib.TOMLDecodeError as e:
-            raise usage.UsageError(f"--config {path}: invalid TOML: {e}") from None
-        known = self.config_keys()
-        flags = [name for name, *_ in self.optFlags]
-        for key, value in config.items():
-            if key not in known:
-                close = difflib.get_close_matches(key, known, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise usage.UsageError(
-                    f"--config {path}: unknown key {key!r} (known keys: "
-                    f"{', '.join(known)}){hint}"
-                )
-            if key in self._repeatable:
-                values = [value] if isinstance(value, str) else value
-                if not isinstance(values, list) or not all(
-                    isinstance(v, str) for v in values
-                ):
-                    raise usage.UsageError(
-                        f"--config {path}: key {key!r} must be a string or a list "
-                        "of strings"
-                    )
-                if not self[key]:
-                    self[key] = list(values)
-                continue
-            if key in flags:
-                if not isinstance(value, bool):
-                    raise usage.UsageError(
-                        f"--config {path}: key {key!r} must be true or false"
-                    )
-                self[key] = self[key] or value
-                continue
-            if key in _NUMBERS and isinstance(value, (int, float)):
-                if self[key] is None:
-                    self[key] = value
-                continue
-            if key in _SWITCHES:
-                if not isinstance(value, bool):
-                    raise usage.UsageError(
-                        f"--config {path}: key {key!r} must be true or false"
-                    )
-                if self[key] is None:
-                    self[key] = value
-                continue
-            if not isinstance(value, str):
-                raise usage.UsageError(
-                    f"--config {path}: key {key!r} must be a string, "
-                    f"got {type(value).__name__}"
-                )
-            if self[key] is None:
-                if key in _PATH_OPTIONS:
-                    value = str(path.parent / Path(value).expanduser())
-                self[key] = value
-
-    def postOptions(self) -> None:
-        if self["config"] is not None:
-            self._merge_config(Path(self["config"]).expanduser())
-        if self["listen"] is None:
-            self["listen"] = DEFAULT_LISTEN
-        _check_endpoint("listen", self["listen"])
-        if self["metrics-listen"] is not None:
-            _check_endpoint("metrics-listen", self["metrics-listen"])
-        for name, default in _SWITCHES.items():
-            self[name] = _switch(name, self[name], default)
-        if self["base-url"] is None:
-            self["base-url"] = base_url_for(self["listen"])
-        self["base-url"] = _check_base_url(self["base-url"])
-        data = DEMO_DATA if self["data"] is None else Path(self["data"]).expanduser()
-        if not data.is_dir():
-            raise usage.UsageError(f"--data {str(data)!r}: no such directory")
-        self["data"] = data
-        state = (
-            _default_state_dir()
-            if self["state-dir"] is None
-            else Path(self["state-dir"]).expanduser()
-        )
-        if state.exists() and not state.is_dir():
-            raise usage.UsageError(f"--state-dir {str(state)!r}: not a directory")
-        self["state-dir"] = state
-        for name, (_, default) in _NUMBERS.items():
-            self[name] = default if self[name] is None else _number(name, self[name])
-        if not self["lease-min"] <= self["lease-default"] <= self["lease-max"]:
-            raise usage.UsageError(
-                f"leases: need --lease-min ({self['lease-min']}) <= --lease-default "
-                f"({self['lease-default']}) <= --lease-max ({self['lease-max']})"
-            )
-        self["allow-private-callbacks"] = bool(self["allow-private-callbacks"])
-        self.callback_ca_path: Path | None = None
-        if self["callback-ca"] is not None:
-            path = Path(self["callback-ca"]).expanduser()
-            self.callback_ca_path = path
-            try:
-                pem = path.read_bytes()
-                load_certificates(pem)
-            except OSError as e:
-                raise usage.UsageError(
-                    f"--callback-ca {str(path)!r}: {e.strerror}"
-                ) from None
-            except ValueError as e:
-                raise usage.UsageError(f"--callback-ca {str(path)!r}: {e}") from None
-            self["callback-ca"] = pem
-        for origin in self["mcp-allowed-origin"]:
-            parts = urlsplit(origin)
-            if origin != "*" and (
-                parts.scheme not in ("http", "https")
-                or not parts.hostname
-                or parts.path not in ("", "/")
-                or parts.query
-                or parts.fragment
-            ):
-                raise usage.UsageError(
-                    f"--mcp-allowed-origin {origin!r}: give an origin such as "
-                    "https://app.example (scheme, host, optional port), or *"
-                )
-
-
-_SHOWN_AS_PATHS = ("data", "state-dir")
-
-
-def effective_configuration(options: Options) -> dict[str, Any]:
-    """
-    Every option's value as the service will use it, for the start-up log:
-    paths as text, the callback CA as its file name (never its content).
-    Nothing here is secret: WebSub secrets belong to subscribers, and are
-    never options.
-    """
-    shown: dict[str, Any] = {}
-    for name in sorted(Options.config_keys()):
-        value = options[name]
-        if name == "callback-ca":
-            path = getattr(options, "callback_ca_path", None)
-            value = None if path is None else str(path)
-        elif isinstance(value, Path):
-            value = str(value)
-        shown[name] = value
-    shown["config"] = options["config"]
-    return shown
-
-
-def makeService(options: Options, reactor: IReactorCore | None = None) -> IService:
+def makeService(options: Options, reactor: Any = None) -> IService:
     """
     Load the data, then wire the services; a data directory that cannot be
     published stops start-up here, before twistd daemonizes, with one line.
+
+    The services start in the order added, and stop one at a time, last
+    first: the notifier, the listeners (which let requests finish), then the
+    hub and the data they use.
+
+    @param reactor: the global reactor unless given (tests give a fake one).
     """
     if reactor is None:
-        from twisted.internet import reactor as default
+        from twisted.internet import reactor
+    links = Links(options["base-url"])
+    current, cache, reader = _load(options, links)
+    started = reactor.seconds()
+    metrics = Metrics(reactor, started)
+    # built before the data service, which publishes each change to it
+    hub = _hub(options, links, current, metrics, reactor)
 
-        reactor = default
+    top = InOrder()
+    data = ReviewsData(
+        options["data"],
+        current,
+        reactor,
+        cache,
+        reader,
+        publish=hub.publish,
+        notify=notify,  # RELOADING=1 and READY=1 around each reload
+    )
+    data.setServiceParent(top)
+    DirectoryWatcher(options["data"], data.reload, reactor).setServiceParent(top)
+    ReloadOnSignal(data.reload, reactor).setServiceParent(top)
+    sessions = Sessions(reactor)
+    Every(60, sessions.expire, clock=reactor).setServiceParent(top)
+    hub.setServiceParent(top)
+
+    mcp = MCPResource(
+        metrics.counting_tools(Tools(current)),
+        sessions,
+        options["base-url"],
+        tuple(options["mcp-allowed-origin"]),
+    )
+    health = HealthResource(data, reactor, started)
+    resources: dict[str, IResource] = {
+        MCP_PATH: mcp,
+        HUB_PATH: HubResource(hub),
+        HEALTH_PATH: health,
+    }
+    sites = _sites(options, current, resources, metrics, reactor)
+    listeners = []
+    for description, site in sites:
+        Every(1, site.drop_slow_clients, clock=reactor).setServiceParent(top)
+        listener = Listener(
+            description,
+            serverFromString(reactor, description),
+            site,
+            clock=reactor,
+            drain_timeout=options["shutdown-timeout"],
+        )
+        listener.setServiceParent(top)
+        listeners.append(listener)
+    metrics.watch(
+        data=data, hub=hub, sessions=sessions, sites=[site for _, site in sites]
+    )
+    Notifier(reactor, partial(_serving, listeners, hub, data)).setServiceParent(top)
+    return top
+
+
+def _load(
+    options: Options, links: Links
+) -> tuple[CurrentSnapshot, ReviewCache, Reader]:
+    """
+    Log the configuration, make the state directory, and load the data with
+    the insights cache kept there; either failing is one line.
+    """
     configuration = effective_configuration(options)
     log.info(
         "reviewsd {version} starting: {settings}",
@@ -523,7 +134,6 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
         raise SystemExit(
             f"reviewsd: --state-dir {str(options['state-dir'])!r}: {e.strerror}"
         ) from None
-    links = Links(options["base-url"])
     cache = ReviewCache(options["state-dir"] / "insights-cache.sqlite3")
     reader = Reader()  # kept, so that a reload re-reads only what changed
     try:
@@ -531,29 +141,17 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
     except DataError as e:
         raise SystemExit(f"reviewsd: cannot publish the data: {e}") from None
     save_cache(cache)
+    return CurrentSnapshot(snapshot), cache, reader
 
-    clock: IReactorTime = reactor  # type: ignore[assignment]
-    started = clock.seconds()
-    metrics = Metrics(clock, started)
-    # children stop one at a time, last first: the notifier, the listeners
-    # (which let requests finish), then the hub and the data they use
-    top = InOrder()
-    data = ReviewsData(options["data"], snapshot, reactor, cache, reader)
-    data.notify = notify  # RELOADING=1 and READY=1 around each reload
-    data.setServiceParent(top)
-    watcher = DirectoryWatcher(options["data"], data.reload, clock)
-    watcher.setServiceParent(top)
-    ReloadOnSignal(data.reload, reactor).setServiceParent(top)
-    sessions = Sessions(reactor)
-    expiry = TimerService(60, sessions.expire)
-    expiry.clock = reactor
-    expiry.setServiceParent(top)
-    mcp = MCPResource(
-        metrics.counting_tools(Tools(data)),
-        sessions,
-        options["base-url"],
-        tuple(options["mcp-allowed-origin"]),
-    )
+
+def _hub(
+    options: Options,
+    links: Links,
+    current: CurrentSnapshot,
+    metrics: Metrics,
+    reactor: Any,
+) -> Hub:
+    """The WebSub hub: its topics' content is read from the current snapshot."""
     client = GuardedClient(
         reactor,
         OutboundPolicy(
@@ -561,7 +159,7 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
             extra_ca_pem=options["callback-ca"],
         ),
     )
-    hub = Hub(
+    return Hub(
         HubConfig(
             hub_url=links.hub,
             topics=(links.atom_feed, links.json_feed, links.reviews),
@@ -573,59 +171,60 @@ def makeService(options: Options, reactor: IReactorCore | None = None) -> IServi
         ),
         metrics.counting_client(client),
         store_path=options["state-dir"] / "websub.sqlite3",
-        topics=SnapshotTopics(data),
+        topics=SnapshotTopics(current),
         clock=reactor,
     )
-    hub.setServiceParent(top)
-    data.publish = hub.publish
 
-    health = HealthResource(data, clock, started)
-    resources = {MCP_PATH: mcp, HUB_PATH: HubResource(hub), HEALTH_PATH: health}
+
+def _sites(
+    options: Options,
+    current: CurrentSnapshot,
+    resources: dict[str, IResource],
+    metrics: Metrics,
+    reactor: Any,
+) -> list[tuple[str, ReviewsSite]]:
+    """
+    The sites and where each listens: the whole service on C{--listen}, and
+    with C{--metrics-listen} C{/metrics} and C{/healthz} there instead of
+    C{/metrics} on the main one. Each request is counted, and logged unless
+    the access log is off.
+    """
+    resources = dict(resources)
     side: dict[str, IResource] = {}
     if options["metrics-listen"] is None:
         resources[METRICS_PATH] = metrics.resource()
     else:
-        side = {METRICS_PATH: metrics.resource(), HEALTH_PATH: health}
-    timeouts = {
+        side = {METRICS_PATH: metrics.resource(), HEALTH_PATH: resources[HEALTH_PATH]}
+    observers: list[RequestObserver] = [metrics.observe_request]
+    if options["access-log"]:
+        observers.append(log_access)
+    shared: dict[str, Any] = {
         "idle_timeout": options["idle-timeout"],
         "receive_timeout": options["receive-timeout"],
+        "observers": observers,
     }
-    sites = [(options["listen"], make_site(data, reactor, resources, **timeouts))]
+    sites = [(options["listen"], make_site(current, reactor, resources, **shared))]
     if side:
         sites.append(
-            (options["metrics-listen"], make_side_site(side, reactor, **timeouts))
+            (options["metrics-listen"], make_side_site(side, reactor, **shared))
         )
-    listeners = []
-    for description, site in sites:
-        site.observers.append(metrics.observe_request)
-        if options["access-log"]:
-            site.observers.append(log_access)
-        reaper = TimerService(1, site.drop_slow_clients)
-        reaper.clock = reactor
-        reaper.setServiceParent(top)
-        listener = Listener(
-            description,
-            serverFromString(reactor, description),
-            site,
-            clock=clock,
-            drain_timeout=options["shutdown-timeout"],
+    return sites
+
+
+def _logged_by_the_hub(failure: Failure) -> None:
+    """The hub is not running: it logged why; the rest serves all the same."""
+
+
+def _serving(listeners: list[Listener], hub: Hub, data: ReviewsData) -> Deferred[str]:
+    """
+    Fires once every listener listens and the hub has loaded its state, with
+    the C{STATUS=} line systemd shows.
+    """
+    waits: list[Deferred[Any]] = [listener.listening() for listener in listeners]
+    waits.append(hub.ready().addErrback(_logged_by_the_hub))
+    return gatherResults(waits).addCallback(
+        lambda _: (
+            f"Serving {len(data.snapshot.dataset.reviews)} reviews on "
+            + ", ".join(listener.description for listener in listeners)
         )
-        listener.setServiceParent(top)
-        listeners.append(listener)
-    metrics.watch(
-        data=data, hub=hub, sessions=sessions, sites=[site for _, site in sites]
     )
-
-    def ready() -> Deferred[str]:
-        waits = [listener.listening() for listener in listeners]
-        waits.append(hub.ready().addErrback(lambda _: None))  # logged by the hub
-        d = gatherResults(waits)
-        return d.addCallback(
-            lambda _: (
-                f"Serving {len(data.snapshot.dataset.reviews)} reviews on "
-                + ", ".join(listener.description for listener in listeners)
-            )
-        )
-
-    Notifier(reactor, ready).setServiceParent(top)
-    return top

@@ -19,13 +19,17 @@ import reviewsd
 
 ROOT = Path(reviewsd.__file__).parent
 
-FOUNDATION = frozenset({"_version", "memory", "logs"})
-"""Modules anything may use: the version, process memory, the log observers."""
+FOUNDATION = frozenset({"_version", "memory", "logs", "twisted_private"})
+"""
+Modules anything may use: the version, process memory, the log observers,
+and the one adapter over Twisted's private APIs.
+"""
 
 ALLOWED: Mapping[str, frozenset[str]] = {
     "_version": frozenset(),
     "memory": frozenset(),
     "logs": frozenset(),
+    "twisted_private": frozenset(),
     "data": FOUNDATION,
     "insights": FOUNDATION | {"data"},
     "web": FOUNDATION | {"data", "insights"},
@@ -154,4 +158,62 @@ class LayerTests(SynchronousTestCase):
         self.assertEqual(
             import_cycles(root),
             [["reviewsd.data.model", "reviewsd.web.site", "reviewsd.data.model"]],
+        )
+
+
+TESTS = Path(__file__).parent
+
+
+def borrowed_imports(root: Path = TESTS) -> list[str]:
+    """
+    Each import, anywhere under C{root}, of a test module or of the
+    benchmarks, as C{file -> imported}: what tests share lives in
+    C{tests.support}, so each test module can be read, run and moved alone.
+    """
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        package = path.relative_to(root.parent).parent.parts
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package[: len(package) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                top, _, rest = target.partition(".")
+                if top == "benchmarks" or (
+                    top == root.name and rest.split(".")[0].startswith("test_")
+                ):
+                    found.append(f"{path.relative_to(root.parent)} -> {target}")
+                    break
+    return found
+
+
+class TestModuleTests(SynchronousTestCase):
+    def test_no_test_module_imports_another(self) -> None:
+        """Helpers shared by test modules, or the benchmarks, live in support."""
+        self.assertEqual(borrowed_imports(), [])
+
+    def test_a_borrowed_import_is_caught(self) -> None:
+        """The check can fail: test modules and benchmarks, however imported."""
+        root = Path(self.mktemp()) / "tests"
+        (root / "support").mkdir(parents=True)
+        (root / "__init__.py").write_text("")
+        (root / "support" / "__init__.py").write_text("from .. import test_a\n")
+        (root / "test_a.py").write_text("from tests.support import x\n")
+        (root / "test_b.py").write_text(
+            "def late():\n    from tests.test_a import x\n    import benchmarks.suite\n"
+        )
+        self.assertEqual(
+            borrowed_imports(root),
+            [
+                "tests/support/__init__.py -> tests.test_a",
+                "tests/test_b.py -> tests.test_a",
+                "tests/test_b.py -> benchmarks.suite",
+            ],
         )

@@ -1,6 +1,7 @@
 """
-HTTP behaviour of the document endpoints, in memory: validators, conditional
-requests, HEAD, gzip, CORS and JSON errors.
+HTTP behaviour of the main site, in memory: the documents (validators,
+conditional requests, HEAD, gzip, CORS), JSON errors, what Klein still
+answers beside the fast path, and the observers of answered requests.
 """
 
 from __future__ import annotations
@@ -12,13 +13,17 @@ from typing import Any
 
 from treq import content
 from treq.testing import RequestTraversalAgent
+from twisted.internet.testing import MemoryReactorClock, StringTransport
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.http_headers import Headers
+from twisted.web.server import Request
+from twisted.web.static import Data
 from twisted.web.test.requesthelper import DummyRequest
 
 from reviewsd.data.loading import DEMO_DATA
 from reviewsd.data.snapshot import Snapshot
-from reviewsd.web.http import CACHE_CONTROL, accepts_gzip, make_site, serve_document
+from reviewsd.web.conditional import CACHE_CONTROL, accepts_gzip, serve_document
+from reviewsd.web.site import ReviewsSite, make_side_site, make_site
 from tests.support import Holder, snapshot_of
 
 URL = "http://reviews.example.com"
@@ -224,6 +229,41 @@ class DocumentHTTPTests(SynchronousTestCase):
             self.assertEqual(answer.header("Allow"), "GET, HEAD, OPTIONS")
             self.assertEqual(json.loads(answer.body)["error"], "method_not_allowed")
 
+    def test_computed_routes_off_the_fast_path(self) -> None:
+        """
+        GET and HEAD of search and since skip Klein's routing; every other
+        request on those paths is still routed, and answered, by Klein.
+        """
+        for method, path in (
+            ("POST", "/api/reviews/search"),
+            ("DELETE", "/api/reviews/since/2025-01-01"),
+            ("OPTIONS", "/api/reviews/search"),
+        ):
+            answer = self.request(method, path)
+            self.assertEqual(answer.code, 405, (method, path))
+            self.assertEqual(answer.header("Allow"), "GET, HEAD", (method, path))
+            self.assertEqual(answer.header("Content-Type"), "application/json")
+            self.assertEqual(json.loads(answer.body)["error"], "method_not_allowed")
+        for path in ("/api/reviews/since/2025-01-01/more", "/api/reviews/sinc"):
+            answer = self.request("GET", path)
+            self.assertEqual(answer.code, 404, path)
+            self.assertEqual(json.loads(answer.body)["error"], "not_found")
+
+    def test_fast_path_and_klein_agree(self) -> None:
+        """A since date with percent-escapes goes to Klein: the same answer."""
+        direct = self.request("GET", "/api/reviews/since/2025-01-01")
+        routed = self.request("GET", "/api/reviews/since/2025%2D01%2D01")
+        self.assertEqual((routed.code, routed.body), (200, direct.body))
+        self.assertEqual(routed.header("ETag"), direct.header("ETag"))
+        bad = self.request("GET", "/api/reviews/since/2025%2D13%2D01")
+        self.assertEqual(bad.code, 400)
+        self.assertEqual(
+            json.loads(bad.body)["error"],
+            json.loads(self.request("GET", "/api/reviews/since/2025-13-01").body)[
+                "error"
+            ],
+        )
+
     def test_pages(self) -> None:
         """The HTML pages: a strict CSP, and / sends JSON clients to the dataset."""
         for path in ("/", "/developers"):
@@ -299,3 +339,41 @@ class PrecomputedTests(SynchronousTestCase):
                 request = DummyRequest([b"reviews.json"])
                 request.requestHeaders.setRawHeaders(b"accept-encoding", [encoding])
                 self.assertIs(serve_document(request, document), expected)
+
+
+class ObserverTests(SynchronousTestCase):
+    """The observers of answered requests are given to the site as it is made."""
+
+    def exchange(self, site: ReviewsSite, path: bytes) -> None:
+        channel = site.buildProtocol(None)
+        channel.makeConnection(StringTransport())
+        channel.dataReceived(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+
+    def test_observers(self) -> None:
+        seen: list[tuple[bytes, str, int]] = []
+
+        def observe(request: Request, route: str, duration: float) -> None:
+            seen.append((request.path, route, request.code))
+
+        main = make_site(Holder(SNAPSHOT), MemoryReactorClock(), observers=[observe])
+        side = make_side_site(
+            {"/metrics": Data(b"", "text/plain")},
+            MemoryReactorClock(),
+            observers=(observe,),
+        )
+        self.exchange(main, b"/reviews.json")
+        self.exchange(main, b"/api/reviews/since/2025-01-01")
+        self.exchange(side, b"/metrics")
+        self.exchange(side, b"/nope")
+        self.assertEqual(
+            seen,
+            [
+                (b"/reviews.json", "/reviews.json", 200),
+                (b"/api/reviews/since/2025-01-01", "/api/reviews/since/{date}", 200),
+                (b"/metrics", "/metrics", 200),
+                (b"/nope", "other", 404),
+            ],
+        )
+        self.assertEqual(
+            make_site(Holder(SNAPSHOT), MemoryReactorClock()).observers, []
+        )

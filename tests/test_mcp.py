@@ -18,9 +18,9 @@ from twisted.web.http_headers import Headers
 from reviewsd.data.links import INSIGHTS_PATH
 from reviewsd.mcp.tools import Tools
 from reviewsd.mcp.transport import MCPResource, Sessions
-from reviewsd.web.http import make_site
+from reviewsd.web.site import make_site
 from tests.support import BASE, Holder
-from tests.test_search import DEMO, search
+from tests.support.search import DEMO, search
 
 ACCEPT = "application/json, text/event-stream"
 

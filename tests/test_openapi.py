@@ -22,7 +22,7 @@ from twisted.internet.utils import getProcessOutputAndValue
 from twisted.trial.unittest import SynchronousTestCase
 
 from reviewsd.data.loading import DEMO_DATA
-from reviewsd.web.http import make_site
+from reviewsd.web.site import make_site
 from tests.support import BASE, Holder, snapshot_of
 from tests.support.daemon import DaemonTestCase, environment, free_port
 

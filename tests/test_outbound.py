@@ -12,16 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from twisted.internet import defer, reactor
-from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError
-from twisted.internet.interfaces import IHostnameResolver, IResolutionReceiver
 from twisted.internet.testing import MemoryReactorClock
 from twisted.logger import globalLogPublisher
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 from twisted.web.resource import Resource
 from twisted.web.server import Request
-from zope.interface import implementer
 
 from reviewsd.websub.outbound import (
     AddressRefused,
@@ -32,7 +29,8 @@ from reviewsd.websub.outbound import (
     load_certificates,
     refusal,
 )
-from tests.test_websub_integration import TLSFiles, listen_https
+from tests.support.dns import StubResolver
+from tests.support.tls import TLSFiles, listen_https
 
 REFUSED: dict[str, str] = {
     "127.0.0.1": "loopback",
@@ -139,31 +137,6 @@ class AddressClassTests(SynchronousTestCase):
         }
         for text, expected in still.items():
             self.assertEqual(refusal(ipaddress.ip_address(text), True), expected)
-
-
-@implementer(IHostnameResolver)
-class StubResolver:
-    """Answers from a table, and remembers what it was asked."""
-
-    def __init__(self, answers: dict[str, list[str]]) -> None:
-        self.answers = answers
-        self.asked: list[str] = []
-
-    def resolveHostName(  # noqa: N802
-        self,
-        receiver: IResolutionReceiver,
-        hostName: str,  # noqa: N803
-        portNumber: int = 0,  # noqa: N803
-        addressTypes: Any = None,  # noqa: N803
-        transportSemantics: str = "TCP",  # noqa: N803
-    ) -> Any:
-        self.asked.append(hostName)
-        receiver.resolutionBegan(None)
-        for text in self.answers.get(hostName, []):
-            kind = IPv6Address if ":" in text else IPv4Address
-            receiver.addressResolved(kind("TCP", text, portNumber))
-        receiver.resolutionComplete()
-        return None
 
 
 class GuardTests(SynchronousTestCase):

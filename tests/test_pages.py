@@ -37,7 +37,6 @@ from reviewsd.data.loading import DEMO_DATA
 from reviewsd.data.snapshot import Snapshot
 from reviewsd.mcp.tools import TOOLS
 from reviewsd.mcp.transport import SUPPORTED
-from reviewsd.web.http import make_site
 from reviewsd.web.pages import (
     CONTENT_SECURITY_POLICY,
     STYLESHEET,
@@ -48,6 +47,7 @@ from reviewsd.web.pages import (
 from reviewsd.web.pages.developers import SECRET, data_documents, operations
 from reviewsd.web.pages.home import NEWEST_REVIEWS, TOP_ENTITIES, review_anchor
 from reviewsd.web.pages.markup import json_ld
+from reviewsd.web.site import make_site
 from tests.support import BASE, BUSINESS, Holder, review, snapshot_of, write_data
 
 DEMO = snapshot_of(DEMO_DATA)

@@ -20,7 +20,7 @@ from twisted.trial.unittest import SynchronousTestCase, TestCase
 from reviewsd.data.links import Links
 from reviewsd.ops.signals import ReloadOnSignal
 from reviewsd.publishing.build import load_snapshot
-from reviewsd.publishing.service import ReviewsData
+from reviewsd.publishing.service import CurrentSnapshot, ReviewsData
 from reviewsd.publishing.watching import DirectoryWatcher
 from tests.support import BASE, FakeReactor, review, write_data
 
@@ -45,14 +45,15 @@ class ReloadTests(SynchronousTestCase):
         self.data = self.make()
 
     def make(self) -> ReviewsData:
-        data = ReviewsData(
-            self.dir, load_snapshot(self.dir, Links(BASE)), reactor=self.reactor
-        )
         self.published: list[str] = []
         self.notified: list[bytes] = []
-        data.publish = self.published.append
-        data.notify = self.notified.append
-        return data
+        return ReviewsData(
+            self.dir,
+            CurrentSnapshot(load_snapshot(self.dir, Links(BASE))),
+            reactor=self.reactor,
+            publish=self.published.append,
+            notify=self.notified.append,
+        )
 
     def reload(self) -> bool:
         return self.successResultOf(self.data.reload())

@@ -26,11 +26,9 @@ from reviewsd.data.snapshot import SinceCache, Snapshot
 from reviewsd.data.synthetic import write as write_synthetic
 from reviewsd.insights import ReviewCache, derive
 from reviewsd.publishing.build import load_snapshot
-from reviewsd.web.http import make_site
+from reviewsd.web.site import make_site
 from tests.support import BASE, FakeReactor, Holder, snapshot_of
-
-DEMO = snapshot_of(DEMO_DATA)
-DEMO.index.index_words()
+from tests.support.search import DEMO, search
 
 
 def _words(terms: list[str]) -> re.Pattern[str]:
@@ -82,14 +80,6 @@ def brute_force(
             continue
         matched.append(review.id)
     return matched
-
-
-def search(snapshot: Snapshot, **parameters: Any) -> dict[str, Any]:
-    """Through the same checks as HTTP and MCP arguments."""
-    arguments = {
-        k: v.isoformat() if isinstance(v, date) else v for k, v in parameters.items()
-    }
-    return json.loads(snapshot.search(SearchQuery.from_arguments(arguments)))
 
 
 PARAMETER_VALUES: dict[str, list[Any]] = {

@@ -9,13 +9,15 @@ import re
 from pathlib import Path
 
 import trustme
+from twisted.internet.task import LoopingCall
 from twisted.internet.testing import MemoryReactorClock
 from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
+from reviewsd.config import base_url_for
 from reviewsd.data.loading import DEMO_DATA
 from reviewsd.publishing.service import ReviewsData
-from reviewsd.tap import Options, base_url_for, makeService
+from reviewsd.tap import Options, makeService
 from tests.support import MemoryReactorWithThreads, review, write_data
 
 
@@ -410,3 +412,18 @@ class OperationsWiringTests(Parsing):
         self.assertEqual(sorted(side[1].resource._resources), ["/healthz", "/metrics"])
         self.assertEqual(len(main[1].observers), 1)  # metrics only
         self.assertEqual(main[1].timeOut, 5.0)
+
+    def test_timers_run_on_the_given_reactor(self) -> None:
+        """Sessions expire every minute; each site drops slow clients every second."""
+        reactor = self.start(
+            self.options("--metrics-listen", "tcp:9464:interface=127.0.0.1")
+        )
+        timers = sorted(
+            (call.getTime(), call.func.f.__name__)
+            for call in reactor.getDelayedCalls()
+            if isinstance(call.func, LoopingCall)
+        )
+        self.assertEqual(
+            timers,
+            [(1.0, "drop_slow_clients"), (1.0, "drop_slow_clients"), (60.0, "expire")],
+        )

@@ -42,8 +42,8 @@ from reviewsd.websub.outbound import (
 )
 from reviewsd.websub.requests import normalize_url
 from reviewsd.websub.store import HubStore, SynchronousPool
-from tests.test_outbound import StubResolver
-from tests.test_websub_integration import Subscriber
+from tests.support.dns import StubResolver
+from tests.support.websub import Subscriber
 
 BASE = "https://reviews.example.com"
 HUB = BASE + "/api/websub/hub"

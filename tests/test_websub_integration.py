@@ -2,29 +2,19 @@
 The WebSub hub over real sockets: a real HTTPS subscriber on loopback
 (certificates from trustme, trusted through C{--callback-ca}), the hub in
 the real daemon, and the hub assembled in this process.
-
-L{Subscriber} is also used by C{tests.test_outbound} and by
-C{benchmarks/websub.py}.
 """
 
 from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
-import trustme
-from attrs import frozen
 from treq.client import HTTPClient
 from twisted.internet import defer, reactor, task
-from twisted.internet.ssl import PrivateCertificate
 from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent
-from twisted.web.resource import Resource
-from twisted.web.server import Request, Site
 
 from reviewsd.data.links import (
     ATOM_FEED_PATH,
@@ -34,136 +24,17 @@ from reviewsd.data.links import (
     Links,
 )
 from reviewsd.publishing.build import load_snapshot
-from reviewsd.web.http import make_site
+from reviewsd.web.site import make_site
 from reviewsd.websub import Hub, HubConfig, HubResource
 from reviewsd.websub.hub import signature
 from reviewsd.websub.outbound import GuardedClient, OutboundPolicy
 from reviewsd.websub.topics import SnapshotTopics
 from tests.support import Holder, review, write_data
 from tests.support.daemon import TWISTD, DaemonTestCase, _Daemon, environment, free_port
+from tests.support.tls import TLSFiles, listen_https
+from tests.support.websub import Subscriber
 
 FORM = {b"Content-Type": [b"application/x-www-form-urlencoded"]}
-
-
-@frozen
-class Seen:
-    """One request the subscriber received."""
-
-    method: bytes
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[bytes, list[bytes]]
-    body: bytes
-
-    @property
-    def host(self) -> bytes:
-        return self.headers.get(b"host", [b""])[0]
-
-    def param(self, name: str) -> str | None:
-        values = self.query.get(name)
-        return values[0] if values else None
-
-
-class Subscriber(Resource):
-    """
-    A WebSub subscriber serving any number of callback paths: it answers
-    verification with the challenge (or as told, per path) and
-    acknowledges deliveries (with the status it is told, per path).
-    """
-
-    isLeaf = True
-
-    def __init__(self, record: bool = True) -> None:
-        super().__init__()
-        self.seen: list[Seen] = []
-        self.record = record
-        self.verify_answer: dict[str, Callable[[str], tuple[int, bytes]]] = {}
-        self.delivery_status: dict[str, int] = {}
-        self.deliveries = 0
-        self.verifications = 0
-        self._waiting: list[tuple[Callable[[], bool], defer.Deferred[None]]] = []
-
-    def render(self, request: Request) -> bytes:
-        path = request.path.decode()
-        query = parse_qs(urlsplit(request.uri.decode()).query, keep_blank_values=True)
-        body = request.content.read()
-        if self.record:
-            self.seen.append(
-                Seen(
-                    request.method,
-                    path,
-                    query,
-                    {
-                        name.lower(): values
-                        for name, values in request.requestHeaders.getAllRawHeaders()
-                    },
-                    body,
-                )
-            )
-        if request.method == b"GET":
-            self.verifications += 1
-            challenge = query.get("hub.challenge", [""])[0]
-            answer = self.verify_answer.get(path)
-            code, reply = (
-                (200, challenge.encode()) if answer is None else answer(challenge)
-            )
-            request.setResponseCode(code)
-        else:
-            self.deliveries += 1
-            request.setResponseCode(self.delivery_status.get(path, 202))
-            reply = b""
-        self._check()
-        return reply
-
-    def _check(self) -> None:
-        still = []
-        for predicate, d in self._waiting:
-            if predicate():
-                d.callback(None)
-            else:
-                still.append((predicate, d))
-        self._waiting = still
-
-    def wait_for(self, predicate: Callable[[], bool]) -> defer.Deferred[None]:
-        d: defer.Deferred[None] = defer.Deferred()
-        self._waiting.append((predicate, d))
-        self._check()
-        return d
-
-    def requests(self, method: bytes, path: str | None = None) -> list[Seen]:
-        return [
-            s
-            for s in self.seen
-            if s.method == method and (path is None or s.path == path)
-        ]
-
-
-class TLSFiles:
-    """A throwaway CA and a certificate for loopback names, on disk too."""
-
-    def __init__(self, directory: Path, *names: str) -> None:
-        self.ca = trustme.CA()
-        self.cert = self.ca.issue_cert(*(names or ("127.0.0.1", "localhost")))
-        directory.mkdir(parents=True, exist_ok=True)
-        self.ca_path = directory / "callback-ca.pem"
-        self.ca.cert_pem.write_to_path(str(self.ca_path))
-
-    @property
-    def ca_pem(self) -> bytes:
-        return self.ca.cert_pem.bytes()
-
-    def server_options(self) -> Any:
-        pem = self.cert.private_key_pem.bytes() + b"".join(
-            c.bytes() for c in self.cert.cert_chain_pems
-        )
-        return PrivateCertificate.loadPEM(pem).options()
-
-
-def listen_https(resource: Resource, tls: TLSFiles) -> Any:
-    """Serve C{resource} over HTTPS on a free loopback port."""
-    site = Site(resource)
-    site.noisy = False
-    return reactor.listenSSL(0, site, tls.server_options(), interface="127.0.0.1")
 
 
 def wait(d: defer.Deferred[Any], seconds: float = 20.0) -> defer.Deferred[Any]:

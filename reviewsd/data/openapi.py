@@ -55,9 +55,12 @@ def _figures(**extra: Any) -> dict[str, Any]:
     return {"type": "object", "required": list(properties), "properties": properties}
 
 
-def _insights_schema() -> dict[str, Any]:
-    label = {"enum": ["positive", "neutral", "negative"]}
-    aspect = {
+_LABEL = {"enum": ["positive", "neutral", "negative"]}
+
+
+def _aspect_schema() -> dict[str, Any]:
+    """One aspect of the taxonomy, with how the reviews judge it."""
+    return {
         "type": "object",
         "required": [
             "id",
@@ -84,17 +87,11 @@ def _insights_schema() -> dict[str, Any]:
             "example_review_ids": _IDS,
         },
     }
-    month = {
-        "type": "object",
-        "required": ["month", "review_count", "average_rating", "sentiment_score"],
-        "properties": {
-            "month": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"},
-            "review_count": _COUNT,
-            "average_rating": _RATING,
-            "sentiment_score": _SCORE,
-        },
-    }
-    per_review = {
+
+
+def _per_review_schema() -> dict[str, Any]:
+    """What insights say about one review."""
+    return {
         "type": "object",
         "required": ["sentiment", "aspects", "mentions"],
         "properties": {
@@ -103,7 +100,7 @@ def _insights_schema() -> dict[str, Any]:
                     {
                         "type": "object",
                         "required": ["score", "label"],
-                        "properties": {"score": _SCORE, "label": label},
+                        "properties": {"score": _SCORE, "label": _LABEL},
                     },
                     {"type": "null"},
                 ]
@@ -117,7 +114,7 @@ def _insights_schema() -> dict[str, Any]:
                     "properties": {
                         "id": {"type": "string"},
                         "score": _SCORE,
-                        "label": label,
+                        "label": _LABEL,
                     },
                 },
             },
@@ -134,7 +131,103 @@ def _insights_schema() -> dict[str, Any]:
             },
         },
     }
+
+
+def _entities_schema() -> dict[str, Any]:
+    """The technicians, services, places and problems the reviews mention."""
+    return {
+        "type": "object",
+        "required": ["technicians", "services", "problems", "service_areas"],
+        "properties": {
+            "technicians": {
+                "type": "array",
+                "items": _figures(name={"type": "string"}),
+            },
+            "services": {
+                "type": "array",
+                "items": _figures(
+                    id={
+                        "type": "string",
+                        "description": "What mentions_service takes.",
+                    },
+                    name={"type": "string"},
+                ),
+            },
+            "service_areas": {
+                "type": "array",
+                "items": _figures(name={"type": "string"}),
+            },
+            "problems": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["id", "label", "mention_count", "top_phrases"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "label": {"type": "string"},
+                        "mention_count": _COUNT,
+                        "top_phrases": _STRINGS,
+                        "example_review_ids": _IDS,
+                    },
+                },
+            },
+        },
+    }
+
+
+def _temporal_schema() -> dict[str, Any]:
+    """Month by month figures and the trend they make."""
+    month = {
+        "type": "object",
+        "required": ["month", "review_count", "average_rating", "sentiment_score"],
+        "properties": {
+            "month": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"},
+            "review_count": _COUNT,
+            "average_rating": _RATING,
+            "sentiment_score": _SCORE,
+        },
+    }
+    return {
+        "type": "object",
+        "required": ["monthly", "trend"],
+        "properties": {
+            "monthly": {"type": "array", "items": month},
+            "trend": {"enum": ["improving", "stable", "declining"]},
+            "trend_rule": {"type": "string"},
+            "trend_basis": {"type": ["object", "null"]},
+        },
+    }
+
+
+def _overall_schemas() -> dict[str, Any]:
+    """The insights' first groups: what was derived, from what, and overall."""
     nullable_date = {"type": ["string", "null"], "format": "date"}
+    return {
+        "version": {"type": "integer"},
+        "generated_at": {"type": "string", "format": "date-time"},
+        "model": {"type": "string"},
+        "method": {"type": "object"},
+        "review_count": _COUNT,
+        "date_range": {
+            "type": "object",
+            "required": ["earliest", "latest"],
+            "properties": {"earliest": nullable_date, "latest": nullable_date},
+        },
+        "overall_sentiment": {
+            "type": "object",
+            "required": ["score", "positive_pct", "neutral_pct", "negative_pct"],
+            "properties": {
+                "score": _SCORE,
+                "positive_pct": _PCT,
+                "neutral_pct": _PCT,
+                "negative_pct": _PCT,
+                "scored_review_count": _COUNT,
+            },
+        },
+    }
+
+
+def _insights_schema() -> dict[str, Any]:
     return {
         "type": "object",
         "description": (
@@ -159,84 +252,18 @@ def _insights_schema() -> dict[str, Any]:
             "pull_quote",
         ],
         "properties": {
-            "version": {"type": "integer"},
-            "generated_at": {"type": "string", "format": "date-time"},
-            "model": {"type": "string"},
-            "method": {"type": "object"},
-            "review_count": _COUNT,
-            "date_range": {
-                "type": "object",
-                "required": ["earliest", "latest"],
-                "properties": {"earliest": nullable_date, "latest": nullable_date},
-            },
-            "overall_sentiment": {
-                "type": "object",
-                "required": ["score", "positive_pct", "neutral_pct", "negative_pct"],
-                "properties": {
-                    "score": _SCORE,
-                    "positive_pct": _PCT,
-                    "neutral_pct": _PCT,
-                    "negative_pct": _PCT,
-                    "scored_review_count": _COUNT,
-                },
-            },
-            "aspects": {"type": "array", "items": aspect},
-            "entities": {
-                "type": "object",
-                "required": ["technicians", "services", "problems", "service_areas"],
-                "properties": {
-                    "technicians": {
-                        "type": "array",
-                        "items": _figures(name={"type": "string"}),
-                    },
-                    "services": {
-                        "type": "array",
-                        "items": _figures(
-                            id={
-                                "type": "string",
-                                "description": "What mentions_service takes.",
-                            },
-                            name={"type": "string"},
-                        ),
-                    },
-                    "service_areas": {
-                        "type": "array",
-                        "items": _figures(name={"type": "string"}),
-                    },
-                    "problems": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["id", "label", "mention_count", "top_phrases"],
-                            "properties": {
-                                "id": {"type": "string"},
-                                "label": {"type": "string"},
-                                "mention_count": _COUNT,
-                                "top_phrases": _STRINGS,
-                                "example_review_ids": _IDS,
-                            },
-                        },
-                    },
-                },
-            },
+            **_overall_schemas(),
+            "aspects": {"type": "array", "items": _aspect_schema()},
+            "entities": _entities_schema(),
             "topics": {
                 "type": "array",
                 "items": _figures(id={"type": "string"}, label={"type": "string"}),
             },
-            "temporal": {
-                "type": "object",
-                "required": ["monthly", "trend"],
-                "properties": {
-                    "monthly": {"type": "array", "items": month},
-                    "trend": {"enum": ["improving", "stable", "declining"]},
-                    "trend_rule": {"type": "string"},
-                    "trend_basis": {"type": ["object", "null"]},
-                },
-            },
+            "temporal": _temporal_schema(),
             "per_review": {
                 "type": "object",
                 "description": "For every published review id.",
-                "additionalProperties": per_review,
+                "additionalProperties": _per_review_schema(),
             },
             "faq": {
                 "type": "array",
@@ -615,9 +642,17 @@ _INVALID = _json(
 )
 
 
-def openapi_document(links: Links) -> dict[str, Any]:
-    """The description, with C{servers} naming this deployment's base URL."""
-    search_parameters = [
+def _text_query(maximum: int) -> dict[str, Any]:
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": maximum,
+        "pattern": _NON_BLANK,
+    }
+
+
+def _search_parameters() -> list[dict[str, Any]]:
+    return [
         _query(
             "rating",
             {"type": "integer", "minimum": 1, "maximum": 5},
@@ -636,34 +671,19 @@ def openapi_document(links: Links) -> dict[str, Any]:
         ),
         _query(
             "query",
-            {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": QUERY_MAX_LENGTH,
-                "pattern": _NON_BLANK,
-            },
+            _text_query(QUERY_MAX_LENGTH),
             "Case-insensitive substring of the review text (Unicode case "
             "folding); rating-only reviews never match.",
         ),
         _query(
             "mentions_technician",
-            {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": NAME_MAX_LENGTH,
-                "pattern": _NON_BLANK,
-            },
+            _text_query(NAME_MAX_LENGTH),
             "A technician's name or alias, any case: reviews that mention "
             "that technician by any of their names, as whole words.",
         ),
         _query(
             "mentions_service",
-            {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": NAME_MAX_LENGTH,
-                "pattern": _NON_BLANK,
-            },
+            _text_query(NAME_MAX_LENGTH),
             "A service id or name: reviews that mention the service's name or "
             "one of its keywords, as whole words.",
         ),
@@ -678,6 +698,187 @@ def openapi_document(links: Links) -> dict[str, Any]:
             "How many reviews to return at most.",
         ),
     ]
+
+
+def _search_path() -> dict[str, Any]:
+    return {
+        "get": {
+            "operationId": "searchReviews",
+            "summary": "Reviews matching every given filter, newest first.",
+            "description": (
+                "Filters combine with AND. Unknown parameters are ignored; "
+                "a repeated or empty parameter is a 400."
+            ),
+            "parameters": _search_parameters(),
+            "responses": {
+                "200": _json(_ref("SearchResult"), "The matching reviews."),
+                "400": _INVALID,
+            },
+        }
+    }
+
+
+def _since_path() -> dict[str, Any]:
+    return {
+        "get": {
+            "operationId": "getReviewsSince",
+            "summary": "Reviews dated on or after a date, newest first.",
+            "parameters": [
+                {
+                    "name": "date",
+                    "in": "path",
+                    "required": True,
+                    "schema": _DATE,
+                    "description": "YYYY-MM-DD.",
+                },
+                *_CONDITIONAL,
+            ],
+            "responses": {
+                "200": {
+                    **_json(_ref("SinceResult"), "The reviews since the date."),
+                    "headers": _VALIDATORS,
+                },
+                "304": {
+                    "description": "Not modified: the validator matched.",
+                    "headers": _VALIDATORS,
+                },
+                "400": _INVALID,
+            },
+        }
+    }
+
+
+def _header(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string"},
+    }
+
+
+def _rpc(description: str) -> dict[str, Any]:
+    return _json(_ref("JsonRpcMessage"), description)
+
+
+def _mcp_path() -> dict[str, Any]:
+    return {
+        "post": {
+            "operationId": "mcp",
+            "summary": "Model Context Protocol server, streamable HTTP.",
+            "description": (
+                "JSON-RPC 2.0. `initialize` returns an `Mcp-Session-Id` header "
+                "that every later request carries; notifications are "
+                "answered 202 with no body."
+            ),
+            "parameters": [_header("Mcp-Session-Id"), _header("MCP-Protocol-Version")],
+            "requestBody": {
+                "required": True,
+                "content": {JSON: {"schema": _ref("JsonRpcMessage")}},
+            },
+            "responses": {
+                "200": _rpc("The JSON-RPC response."),
+                "202": {"description": "A notification or response, accepted."},
+                "400": _rpc(
+                    "Malformed JSON, a missing session id or protocol version."
+                ),
+                "403": _rpc("A foreign Origin."),
+                "404": _rpc("An unknown or ended session."),
+                "406": _rpc("Accept does not allow JSON."),
+                "413": _rpc("The body is too large."),
+            },
+        }
+    }
+
+
+def _hub_form(links: Links) -> dict[str, Any]:
+    """A subscription request's form fields; the topics are this deployment's."""
+    return {
+        "type": "object",
+        "required": ["hub.callback", "hub.mode", "hub.topic"],
+        "properties": {
+            "hub.callback": {"type": "string", "format": "uri", "pattern": "^https://"},
+            "hub.mode": {"enum": ["subscribe", "unsubscribe"]},
+            "hub.topic": {"enum": [links.atom_feed, links.json_feed, links.reviews]},
+            "hub.lease_seconds": {"type": "integer", "minimum": 1},
+            "hub.secret": {"type": "string", "maxLength": 199},
+        },
+    }
+
+
+def _plain(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"text/plain": {"schema": {"type": "string"}}},
+    }
+
+
+def _hub_path(links: Links) -> dict[str, Any]:
+    return {
+        "post": {
+            "operationId": "websubHub",
+            "summary": "WebSub hub: subscribe or unsubscribe a callback.",
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/x-www-form-urlencoded": {"schema": _hub_form(links)}
+                },
+            },
+            "responses": {
+                "202": {
+                    "description": (
+                        "Accepted; intent is verified afterwards by a GET to "
+                        "the callback."
+                    )
+                },
+                "400": _plain("Why the request was refused."),
+                "415": _plain("Not application/x-www-form-urlencoded."),
+            },
+        }
+    }
+
+
+def _paths(links: Links) -> dict[str, Any]:
+    return {
+        "/reviews.json": _document_get(
+            "getReviews",
+            "Business metadata, aggregate rating and every verified review.",
+            {JSON: {"schema": _ref("ReviewsDocument")}},
+        ),
+        "/insights.json": _document_get(
+            "getInsights",
+            "Aspect sentiment, entities, topics, trend, FAQ and summary.",
+            {JSON: {"schema": _ref("Insights")}},
+        ),
+        "/llms.txt": _document_get(
+            "getLlmsTxt",
+            "A plain-text overview for AI agents (llmstxt.org).",
+            {"text/plain": {"schema": {"type": "string"}}},
+        ),
+        "/api/feed.json": _document_get(
+            "getJsonFeed",
+            f"JSON Feed 1.1 of the {FEED_ITEMS} newest reviews.",
+            {JSON: {"schema": _ref("JsonFeed")}},
+        ),
+        "/feed.xml": _document_get(
+            "getAtomFeed",
+            f"Atom feed (RFC 4287) of the {FEED_ITEMS} newest reviews.",
+            {"application/atom+xml": {"schema": {"type": "string"}}},
+        ),
+        "/api/reviews/search": _search_path(),
+        "/api/reviews/since/{date}": _since_path(),
+        "/mcp": _mcp_path(),
+        "/api/websub/hub": _hub_path(links),
+        "/.well-known/openapi.json": _document_get(
+            "getOpenAPI",
+            "This description.",
+            {JSON: {"schema": {"type": "object"}}},
+        ),
+    }
+
+
+def openapi_document(links: Links) -> dict[str, Any]:
+    """The description, with C{servers} naming this deployment's base URL."""
     return {
         "openapi": "3.1.0",
         "info": {
@@ -694,186 +895,6 @@ def openapi_document(links: Links) -> dict[str, Any]:
             "license": {"name": "MIT", "identifier": "MIT"},
         },
         "servers": [{"url": links.base}],
-        "paths": {
-            "/reviews.json": _document_get(
-                "getReviews",
-                "Business metadata, aggregate rating and every verified review.",
-                {JSON: {"schema": _ref("ReviewsDocument")}},
-            ),
-            "/insights.json": _document_get(
-                "getInsights",
-                "Aspect sentiment, entities, topics, trend, FAQ and summary.",
-                {JSON: {"schema": _ref("Insights")}},
-            ),
-            "/llms.txt": _document_get(
-                "getLlmsTxt",
-                "A plain-text overview for AI agents (llmstxt.org).",
-                {"text/plain": {"schema": {"type": "string"}}},
-            ),
-            "/api/feed.json": _document_get(
-                "getJsonFeed",
-                f"JSON Feed 1.1 of the {FEED_ITEMS} newest reviews.",
-                {JSON: {"schema": _ref("JsonFeed")}},
-            ),
-            "/feed.xml": _document_get(
-                "getAtomFeed",
-                f"Atom feed (RFC 4287) of the {FEED_ITEMS} newest reviews.",
-                {"application/atom+xml": {"schema": {"type": "string"}}},
-            ),
-            "/api/reviews/search": {
-                "get": {
-                    "operationId": "searchReviews",
-                    "summary": "Reviews matching every given filter, newest first.",
-                    "description": (
-                        "Filters combine with AND. Unknown parameters are ignored; "
-                        "a repeated or empty parameter is a 400."
-                    ),
-                    "parameters": search_parameters,
-                    "responses": {
-                        "200": _json(_ref("SearchResult"), "The matching reviews."),
-                        "400": _INVALID,
-                    },
-                }
-            },
-            "/api/reviews/since/{date}": {
-                "get": {
-                    "operationId": "getReviewsSince",
-                    "summary": "Reviews dated on or after a date, newest first.",
-                    "parameters": [
-                        {
-                            "name": "date",
-                            "in": "path",
-                            "required": True,
-                            "schema": _DATE,
-                            "description": "YYYY-MM-DD.",
-                        },
-                        *_CONDITIONAL,
-                    ],
-                    "responses": {
-                        "200": {
-                            **_json(_ref("SinceResult"), "The reviews since the date."),
-                            "headers": _VALIDATORS,
-                        },
-                        "304": {
-                            "description": "Not modified: the validator matched.",
-                            "headers": _VALIDATORS,
-                        },
-                        "400": _INVALID,
-                    },
-                }
-            },
-            "/mcp": {
-                "post": {
-                    "operationId": "mcp",
-                    "summary": "Model Context Protocol server, streamable HTTP.",
-                    "description": (
-                        "JSON-RPC 2.0. `initialize` returns an `Mcp-Session-Id` header "
-                        "that every later request carries; notifications are "
-                        "answered 202 with no body."
-                    ),
-                    "parameters": [
-                        {
-                            "name": "Mcp-Session-Id",
-                            "in": "header",
-                            "required": False,
-                            "schema": {"type": "string"},
-                        },
-                        {
-                            "name": "MCP-Protocol-Version",
-                            "in": "header",
-                            "required": False,
-                            "schema": {"type": "string"},
-                        },
-                    ],
-                    "requestBody": {
-                        "required": True,
-                        "content": {JSON: {"schema": _ref("JsonRpcMessage")}},
-                    },
-                    "responses": {
-                        "200": _json(_ref("JsonRpcMessage"), "The JSON-RPC response."),
-                        "202": {"description": "A notification or response, accepted."},
-                        "400": _json(
-                            _ref("JsonRpcMessage"),
-                            "Malformed JSON, a missing session id or protocol version.",
-                        ),
-                        "403": _json(_ref("JsonRpcMessage"), "A foreign Origin."),
-                        "404": _json(
-                            _ref("JsonRpcMessage"), "An unknown or ended session."
-                        ),
-                        "406": _json(
-                            _ref("JsonRpcMessage"), "Accept does not allow JSON."
-                        ),
-                        "413": _json(_ref("JsonRpcMessage"), "The body is too large."),
-                    },
-                }
-            },
-            "/api/websub/hub": {
-                "post": {
-                    "operationId": "websubHub",
-                    "summary": "WebSub hub: subscribe or unsubscribe a callback.",
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/x-www-form-urlencoded": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": [
-                                        "hub.callback",
-                                        "hub.mode",
-                                        "hub.topic",
-                                    ],
-                                    "properties": {
-                                        "hub.callback": {
-                                            "type": "string",
-                                            "format": "uri",
-                                            "pattern": "^https://",
-                                        },
-                                        "hub.mode": {
-                                            "enum": ["subscribe", "unsubscribe"]
-                                        },
-                                        "hub.topic": {
-                                            "enum": [
-                                                links.atom_feed,
-                                                links.json_feed,
-                                                links.reviews,
-                                            ]
-                                        },
-                                        "hub.lease_seconds": {
-                                            "type": "integer",
-                                            "minimum": 1,
-                                        },
-                                        "hub.secret": {
-                                            "type": "string",
-                                            "maxLength": 199,
-                                        },
-                                    },
-                                }
-                            }
-                        },
-                    },
-                    "responses": {
-                        "202": {
-                            "description": (
-                                "Accepted; intent is verified afterwards by a GET to "
-                                "the callback."
-                            )
-                        },
-                        "400": {
-                            "description": "Why the request was refused.",
-                            "content": {"text/plain": {"schema": {"type": "string"}}},
-                        },
-                        "415": {
-                            "description": "Not application/x-www-form-urlencoded.",
-                            "content": {"text/plain": {"schema": {"type": "string"}}},
-                        },
-                    },
-                }
-            },
-            "/.well-known/openapi.json": _document_get(
-                "getOpenAPI",
-                "This description.",
-                {JSON: {"schema": {"type": "object"}}},
-            ),
-        },
+        "paths": _paths(links),
         "components": {"schemas": SCHEMAS},
     }

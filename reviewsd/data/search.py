@@ -313,7 +313,7 @@ class _Words:
                 else:
                     postings[word] = found + array("i", (ordinal,))
                     owned.add(word)
-        self._postings = postings
+        self._postings: dict[str, array[int]] = postings
         self._size = size
 
     def candidates(self, needle: str) -> Sequence[int] | None:
@@ -326,6 +326,7 @@ class _Words:
         at the end may begin one, and a query of one word may be inside one.
         """
         best: Sequence[int] | None = None
+        lists: list[Sequence[int]]
         for match in _WORD.finditer(needle):
             word = match.group()
             open_left, open_right = match.start() == 0, match.end() == len(needle)

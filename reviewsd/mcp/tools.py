@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
 
 from attrs import frozen
 
@@ -99,13 +99,17 @@ def _text(description: str, maximum: int = NAME_MAX_LENGTH) -> dict[str, Any]:
     }
 
 
-def _string(
-    arguments: Mapping[str, Any], name: str, required: bool = True
-) -> str | None:
+def _string(arguments: Mapping[str, Any], name: str) -> str:
+    """A required string argument."""
+    value = _optional_string(arguments, name)
+    if value is None:
+        raise ToolCallError(f"Invalid arguments: {name} is required.")
+    return value
+
+
+def _optional_string(arguments: Mapping[str, Any], name: str) -> str | None:
     value = arguments.get(name)
     if value is None:
-        if required:
-            raise ToolCallError(f"Invalid arguments: {name} is required.")
         return None
     if not isinstance(value, str) or not value.strip():
         raise ToolCallError(f"Invalid arguments: {name} must be a non-empty string.")
@@ -213,7 +217,7 @@ def _listing(entries: list[dict[str, Any]], key: str) -> str:
 
 
 def _insights(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
-    group = _string(arguments, "group", required=False)
+    group = _optional_string(arguments, "group")
     if group is None:
         return snapshot.documents[INSIGHTS_PATH].identity.body
     answer = snapshot.insights_group(group)
@@ -491,6 +495,19 @@ INSIGHT_TOOLS = (
 TOOLS = CORE_TOOLS + INSIGHT_TOOLS
 
 
+class ToolRegistry(Protocol):
+    """What the C{/mcp} resource needs of the tools: L{Tools}, or a wrapper."""
+
+    @property
+    def listing(self) -> bytes: ...
+
+    def title(self) -> str: ...
+
+    def instructions(self) -> str: ...
+
+    def call(self, name: str, arguments: Any) -> bytes: ...
+
+
 class Tools:
     """The registry: the listing, and calls answered from the current snapshot."""
 
@@ -499,7 +516,7 @@ class Tools:
         self._tools = {tool.name: tool for tool in tools}
         self.listing = to_json([tool.describe() for tool in tools])
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 
     def title(self) -> str:

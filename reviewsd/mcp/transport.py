@@ -24,7 +24,7 @@ from twisted.web.server import Request
 
 from reviewsd import __version__
 from reviewsd.data.documents import to_json
-from reviewsd.mcp.tools import ToolCallError, Tools
+from reviewsd.mcp.tools import ToolCallError, ToolRegistry
 from reviewsd.web.negotiation import accepts_all
 
 log = Logger()
@@ -143,7 +143,7 @@ class MCPResource(Resource):
 
     def __init__(
         self,
-        tools: Tools,
+        tools: ToolRegistry,
         sessions: Sessions,
         base_url: str,
         allowed_origins: tuple[str, ...] = (),
@@ -285,7 +285,8 @@ class MCPResource(Resource):
                 INVALID_REQUEST,
                 f"Unsupported MCP-Protocol-Version; supported: {', '.join(SUPPORTED)}.",
             )
-        message = self._parse(request.content.read())
+        body = request.content.read() if request.content is not None else b""
+        message = self._parse(body)
         method = message.get("method")
         request_id = message.get("id")
         if method == "initialize" and "id" in message:

@@ -18,7 +18,7 @@ from twisted.web.server import Request
 
 from reviewsd.data.documents import to_json
 from reviewsd.data.links import HEALTH_PATH, REVIEWS_PATH, rfc3339
-from reviewsd.web.http import json_error
+from reviewsd.web.errors import json_error
 
 
 @frozen

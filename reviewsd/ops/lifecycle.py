@@ -1,14 +1,17 @@
 """
 Starting and stopping well: listening ports that say when they are up, and
 that stop by refusing new connections and then letting the requests in
-flight finish, for a bounded time; and a service tree that stops one child
-after the other, so that nothing a request still needs is stopped under it.
+flight finish, for a bounded time; timers on the clock they are given; and
+a service tree that stops one child after the other, so that nothing a
+request still needs is stopped under it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from twisted.application.internet import TimerService
 from twisted.application.service import IService, MultiService, Service
 from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.error import CannotListenError
@@ -100,10 +103,11 @@ class Listener(Service):
         self._waiting.addCallbacks(self._listened, failed.append)
         if failed:
             failure = failed[0]
-            if failure.check(CannotListenError):
+            error = failure.value
+            if isinstance(error, CannotListenError):
                 raise SystemExit(
                     f"reviewsd: cannot listen on {self.description!r}: "
-                    f"{failure.value.socketError or failure.value}"
+                    f"{error.socketError or error}"
                 )
             raise SystemExit(
                 f"reviewsd: cannot listen on {self.description!r}: "
@@ -156,6 +160,19 @@ class Listener(Service):
                 listen=self.description,
                 timeout=self._drain_timeout,
             )
+
+
+class Every(TimerService):
+    """
+    Calls C{call} every C{step} seconds on the given clock, from the start
+    on: L{TimerService} takes no clock, and runs on the global reactor.
+    """
+
+    def __init__(
+        self, step: float, call: Callable[[], object], *, clock: IReactorTime
+    ) -> None:
+        super().__init__(step, call)
+        self.clock = clock
 
 
 class InOrder(MultiService):

@@ -26,10 +26,10 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
+from twisted.web.http import Request
 from twisted.web.resource import IResource
-from twisted.web.server import Request
 
-from reviewsd.mcp.tools import ToolCallError
+from reviewsd.mcp.tools import Tool, ToolCallError, Tools
 from reviewsd.ops.health import data_status
 
 log = Logger()
@@ -126,12 +126,12 @@ class Metrics:
 
     def resource(self) -> IResource:
         """The C{/metrics} resource: prometheus-client's own, for Twisted."""
-        return MetricsResource(self.registry)  # type: ignore[no-any-return]
+        return MetricsResource(self.registry)
 
     # --- hooks --------------------------------------------------------------
 
     def observe_request(self, request: Request, route: str, duration: float) -> None:
-        """An observer of L{reviewsd.web.http.ReviewsSite}: one finished request."""
+        """An observer of L{reviewsd.web.site.ReviewsSite}: one finished request."""
         key = (route, request.code)
         children = self._children.get(key)
         if children is None:
@@ -143,7 +143,7 @@ class Metrics:
         children[0].inc()
         children[1].observe(duration)
 
-    def counting_tools(self, tools: Any) -> CountingTools:
+    def counting_tools(self, tools: Tools) -> CountingTools:
         return CountingTools(tools, self.tool_calls)
 
     def counting_client(self, client: Any) -> CountingClient:
@@ -260,16 +260,20 @@ class CountingTools:
     make up labels.
     """
 
-    def __init__(self, tools: Any, calls: Counter) -> None:
+    def __init__(self, tools: Tools, calls: Counter) -> None:
         self._tools = tools
         self._calls = calls
         self._names = frozenset(tool.name for tool in tools)
+        self.listing = tools.listing
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._tools, name)
-
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools)
+
+    def title(self) -> str:
+        return self._tools.title()
+
+    def instructions(self) -> str:
+        return self._tools.instructions()
 
     def call(self, name: str, arguments: Any) -> bytes:
         label = name if name in self._names else "unknown"
@@ -300,7 +304,7 @@ class CountingClient:
         return getattr(self._client, name)
 
     def get(self, url: str, **kwargs: Any) -> Deferred[Any]:
-        return self._client.get(url, **kwargs)  # type: ignore[no-any-return]
+        return self._client.get(url, **kwargs)
 
     def post(self, url: str, data: bytes | None = None, **kwargs: Any) -> Deferred[Any]:
         d: Deferred[Any] = self._client.post(url, data=data, **kwargs)

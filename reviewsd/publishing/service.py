@@ -78,14 +78,26 @@ def changed_topics(old: Snapshot, new: Snapshot) -> list[str]:
     ]
 
 
+class CurrentSnapshot:
+    """
+    The snapshot every request reads now: what serves the data (the site,
+    the tools, the hub's topics) reads it here, and L{ReviewsData} swaps the
+    next one in. Its own object, so that those readers can be built before
+    the service that reloads, which publishes to the hub.
+    """
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+
+
 class ReviewsData(Service):
     """
-    Holds the snapshot every request reads, and replaces it when the data
-    changes: the new one is built in a worker thread and swapped in with one
+    Replaces the snapshot every request reads when the data changes: the new
+    one is built in a worker thread and swapped into C{current} with one
     assignment, so a request sees all of one generation or all of the next.
 
-    @ivar publish: called with each topic URL whose content changed.
-    @ivar notify: called with systemd notifications around a reload.
+    @param publish: called with each topic URL whose content changed.
+    @param notify: called with systemd notifications around a reload.
     @ivar reloads: completed reloads; C{failures}: refused ones.
     @ivar loaded_at: when the current snapshot was swapped in.
     """
@@ -93,25 +105,33 @@ class ReviewsData(Service):
     def __init__(
         self,
         directory: Path,
-        snapshot: Snapshot,
+        current: CurrentSnapshot,
         reactor: Any = None,
         cache: ReviewCache | None = None,
         reader: Reader | None = None,
+        *,
+        publish: Callable[[str], object] = lambda topic: None,
+        notify: Callable[[bytes], object] = lambda state: None,
     ) -> None:
         if reactor is None:
             from twisted.internet import reactor
         self.directory = directory
-        self.snapshot = snapshot
+        self.current = current
         self._reactor = reactor
         self._cache = cache
         self._reader = Reader() if reader is None else reader
-        self._running: Deferred[None] | None = None
+        self._publish = publish
+        self._notify = notify
+        self._running: Deferred[Any] | None = None
         self._waiting: list[Deferred[bool]] = []
-        self.publish: Callable[[str], object] = lambda topic: None
-        self.notify: Callable[[bytes], object] = lambda state: None
         self.reloads = 0
         self.failures = 0
         self.loaded_at = reactor.seconds()
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The snapshot served now."""
+        return self.current.snapshot
 
     def startService(self) -> None:
         super().startService()
@@ -127,7 +147,7 @@ class ReviewsData(Service):
         )
         if not self.snapshot.index.has_words:
             started = self._reactor.seconds()
-            work = deferToThreadPool(
+            work: Deferred[Any] = deferToThreadPool(
                 self._reactor,
                 self._reactor.getThreadPool(),
                 _index_words,
@@ -150,7 +170,12 @@ class ReviewsData(Service):
             return None
         # let a reload in progress finish, so that its cache is saved
         finished: Deferred[None] = Deferred()
-        self._running.addBoth(lambda result: (finished.callback(None), result)[1])
+
+        def passed(result: object) -> object:
+            finished.callback(None)
+            return result
+
+        self._running.addBoth(passed)
         return finished
 
     def reload(self) -> Deferred[bool]:
@@ -168,8 +193,8 @@ class ReviewsData(Service):
 
     def _start(self, waiting: list[Deferred[bool]]) -> None:
         started = self._reactor.seconds()
-        self.notify(b"RELOADING=1")
-        work = deferToThreadPool(
+        self._notify(b"RELOADING=1")
+        work: Deferred[Any] = deferToThreadPool(
             self._reactor,
             self._reactor.getThreadPool(),
             _load_and_keep,
@@ -185,7 +210,7 @@ class ReviewsData(Service):
         work.addCallback(self._finish, waiting)
 
     def _swap(self, new: Snapshot, started: float) -> bool:
-        old, self.snapshot = self.snapshot, new
+        old, self.current.snapshot = self.current.snapshot, new
         self.reloads += 1
         self.loaded_at = self._reactor.seconds()
         topics = changed_topics(old, new)
@@ -200,7 +225,7 @@ class ReviewsData(Service):
             changed=", ".join(topics) or "none",
         )
         for topic in topics:
-            self.publish(topic)
+            self._publish(topic)
         return True
 
     def _refused(self, failure: Failure) -> bool:
@@ -215,7 +240,7 @@ class ReviewsData(Service):
         return False
 
     def _finish(self, swapped: bool, waiting: list[Deferred[bool]]) -> None:
-        self.notify(b"READY=1")
+        self._notify(b"READY=1")
         self._running = None
         for done in waiting:
             done.callback(swapped)

@@ -154,7 +154,7 @@ def _host(callback: str) -> str:
 
 def _describe(failure: Failure) -> str:
     """One line on why an outbound request failed, for the log."""
-    if failure.check(OutboundRefused):
+    if isinstance(failure.value, OutboundRefused):
         return f"refused: {failure.value.reason}"
     reasons = getattr(failure.value, "reasons", None)
     if reasons and isinstance(reasons[0], Failure):
@@ -181,7 +181,7 @@ class _Outbox:
     one retry scheduled, and whether a newer publish must follow.
     """
 
-    running: Deferred[None] | None = None
+    running: Deferred[_Outcome] | None = None
     retry: IDelayedCall | None = None
     again: bool = False
     waiters: list[Deferred[None]] = field(factory=list)
@@ -231,7 +231,7 @@ class Hub(Service):
 
     # --- service ------------------------------------------------------------
 
-    def startService(self) -> None:  # noqa: N802
+    def startService(self) -> None:
         super().startService()
         self._stopping = False
         self._ready = Deferred.fromCoroutine(self._start())
@@ -284,7 +284,7 @@ class Hub(Service):
                 count=behind,
             )
 
-    def stopService(self) -> Deferred[None]:  # noqa: N802
+    def stopService(self) -> Deferred[None]:
         """
         Stop: outbound requests in flight are cancelled (what they would
         have changed is still owed, and is redone at the next start), then
@@ -419,40 +419,12 @@ class Hub(Service):
         )
 
     async def _verify(self, pending: PendingVerification) -> None:
-        challenge = secrets.token_urlsafe(32)
-        parameters = [
-            ("hub.mode", pending.mode),
-            ("hub.topic", pending.topic),
-            ("hub.challenge", challenge),
-        ]
-        if pending.mode == "subscribe":
-            parameters.append(("hub.lease_seconds", str(pending.lease_seconds)))
         sent = self._clock.seconds()
-        try:
-            response = await self._client.get(
-                with_query(pending.callback, parameters),
-                headers={b"User-Agent": [self.config.user_agent.encode()]},
-                allow_redirects=False,
-            )
-            body = await response.content()
-        except Exception:
-            if self._stopping:
-                # cancelled by stopService (a cancelled request may fail as
-                # CancelledError or as the agent's ResponseNeverReceived):
-                # the request stays stored, and is verified at the next start
-                return
-            outcome = _describe(Failure())
-            confirmed = False
-        else:
-            confirmed = 200 <= response.code < 300 and hmac.compare_digest(
-                body, challenge.encode("ascii")
-            )
-            outcome = f"answered {response.code}" + (
-                "" if confirmed or response.code >= 300 else " without the challenge"
-            )
-        key = pending.key
-        if self._stopping:
+        answer = await self._ask_intent(pending)
+        if answer is None or self._stopping:
             return
+        confirmed, outcome = answer
+        key = pending.key
         if self._pending.get(key) is not pending:
             log.info(
                 "Verification of {mode} for {callback} ({outcome}) was superseded "
@@ -474,11 +446,51 @@ class Hub(Service):
                 topic=pending.topic,
                 outcome=outcome,
             )
-            return
-        if pending.mode == "unsubscribe":
+        elif pending.mode == "unsubscribe":
             self._remove(key, "unsubscribed")
-            return
+        else:
+            self._subscribe(pending, sent)
+
+    async def _ask_intent(
+        self, pending: PendingVerification
+    ) -> tuple[bool, str] | None:
+        """
+        Send the callback a challenge: whether it confirmed, and what it
+        answered; C{None} when stopping the service cancelled the request.
+        """
+        challenge = secrets.token_urlsafe(32)
+        parameters = [
+            ("hub.mode", pending.mode),
+            ("hub.topic", pending.topic),
+            ("hub.challenge", challenge),
+        ]
+        if pending.mode == "subscribe":
+            parameters.append(("hub.lease_seconds", str(pending.lease_seconds)))
+        try:
+            response = await self._client.get(
+                with_query(pending.callback, parameters),
+                headers={b"User-Agent": [self.config.user_agent.encode()]},
+                allow_redirects=False,
+            )
+            body = await response.content()
+        except Exception:
+            if self._stopping:
+                # cancelled by stopService (a cancelled request may fail as
+                # CancelledError or as the agent's ResponseNeverReceived):
+                # the request stays stored, and is verified at the next start
+                return None
+            return False, _describe(Failure())
+        confirmed = 200 <= response.code < 300 and hmac.compare_digest(
+            body, challenge.encode("ascii")
+        )
+        return confirmed, f"answered {response.code}" + (
+            "" if confirmed or response.code >= 300 else " without the challenge"
+        )
+
+    def _subscribe(self, pending: PendingVerification, sent: float) -> None:
+        """Make or renew a verified subscription, its lease counted from C{sent}."""
         assert pending.lease_seconds is not None
+        key = pending.key
         earlier = self._subscriptions.get(key)
         if earlier is None:
             content = self._topics.topic_content(pending.topic)

@@ -28,7 +28,6 @@ from typing import Any
 
 from attrs import field, frozen
 from twisted.internet import defer
-from twisted.internet._sslverify import IOpenSSLTrustRoot
 from twisted.internet.address import IPv4Address as TwistedIPv4
 from twisted.internet.address import IPv6Address as TwistedIPv6
 from twisted.internet.defer import Deferred, DeferredSemaphore, succeed
@@ -44,10 +43,11 @@ from twisted.internet.interfaces import (
     IOpenSSLClientConnectionCreator,
     IProtocol,
     IProtocolFactory,
+    IPushProducer,
     IResolutionReceiver,
     IStreamClientEndpoint,
 )
-from twisted.internet.protocol import Protocol
+from twisted.internet.protocol import Factory, Protocol, connectionDone
 from twisted.internet.ssl import (
     Certificate,
     optionsForClientTLS,
@@ -62,12 +62,13 @@ from twisted.web.client import (
     HTTPConnectionPool,
     PartialDownloadError,
     ResponseDone,
-    _HTTP11ClientFactory,
 )
 from twisted.web.http import PotentialDataLoss
 from twisted.web.http_headers import Headers
 from twisted.web.iweb import IAgentEndpointFactory, IBodyProducer, IResponse
 from zope.interface import implementer
+
+from reviewsd.twisted_private import CombinedTrust, IOpenSSLTrustRoot
 
 log = Logger()
 
@@ -175,8 +176,8 @@ def _classify(address: IPAddress) -> tuple[str, str] | None:
         return None if address.is_global else ("", RESERVED)
     if address.scope_id:
         address = ipaddress.IPv6Address(address.compressed.split("%")[0])
-    for network, name in _IPV6_CLASSES:
-        if address in network:
+    for network6, name in _IPV6_CLASSES:
+        if address in network6:
             return "", name
     form, inner = embedded_ipv4(address)
     if form == IPV4_COMPATIBLE:
@@ -301,18 +302,6 @@ def load_certificates(pem: bytes) -> list[Certificate]:
     return certificates
 
 
-@implementer(IOpenSSLTrustRoot)
-class _CombinedTrust:
-    """Trust what every one of several trust roots trusts."""
-
-    def __init__(self, *roots: Any) -> None:
-        self._roots = roots
-
-    def _addCACertsToContext(self, context: Any) -> None:  # noqa: N802
-        for root in self._roots:
-            root._addCACertsToContext(context)
-
-
 @implementer(IResolutionReceiver)
 class _Addresses:
     """Collects a resolution's addresses into a Deferred list."""
@@ -321,14 +310,14 @@ class _Addresses:
         self.found: list[str] = []
         self.done: Deferred[list[str]] = Deferred()
 
-    def resolutionBegan(self, resolution: IHostResolution) -> None:  # noqa: N802
+    def resolutionBegan(self, resolution: IHostResolution) -> None:
         pass
 
-    def addressResolved(self, address: Any) -> None:  # noqa: N802
+    def addressResolved(self, address: Any) -> None:
         if isinstance(address, (TwistedIPv4, TwistedIPv6)):
             self.found.append(address.host)
 
-    def resolutionComplete(self) -> None:  # noqa: N802
+    def resolutionComplete(self) -> None:
         if not self.done.called:
             self.done.callback(self.found)
 
@@ -361,7 +350,7 @@ class _CappedBody(Protocol):
         self._parts: list[bytes] = []
         self._size = 0
 
-    def dataReceived(self, data: bytes) -> None:  # noqa: N802
+    def dataReceived(self, data: bytes) -> None:
         if self._done.called:
             return
         room = self._limit - self._size
@@ -369,12 +358,12 @@ class _CappedBody(Protocol):
             self._parts.append(data[:room])
             self._done.callback((b"".join(self._parts), True))
             # the rest is not wanted: close the connection instead of reading it
-            self.transport.stopProducing()
+            IPushProducer(self.transport).stopProducing()
             return
         self._parts.append(data)
         self._size += len(data)
 
-    def connectionLost(self, reason: Failure) -> None:  # noqa: N802
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         if self._done.called:
             return
         if reason.check(ResponseDone, PotentialDataLoss):
@@ -405,17 +394,17 @@ class _BytesProducer:
         self._body = body
         self.length = len(body)
 
-    def startProducing(self, consumer: Any) -> Deferred[None]:  # noqa: N802
+    def startProducing(self, consumer: Any) -> Deferred[None]:
         consumer.write(self._body)
         return succeed(None)
 
-    def pauseProducing(self) -> None:  # noqa: N802
+    def pauseProducing(self) -> None:
         pass
 
-    def resumeProducing(self) -> None:  # noqa: N802
+    def resumeProducing(self) -> None:
         pass
 
-    def stopProducing(self) -> None:  # noqa: N802
+    def stopProducing(self) -> None:
         pass
 
 
@@ -435,24 +424,6 @@ def _as_headers(headers: HeadersLike) -> Headers:
     return result
 
 
-class _QuietFactory(_HTTP11ClientFactory):
-    """No "Starting factory" log lines: one connection per request is normal."""
-
-    noisy = False
-
-
-class _Pool(HTTPConnectionPool):
-    """
-    One connection per request, never kept: callbacks are on other
-    people's hosts, and rarely asked twice in a row.
-    """
-
-    _factory = _QuietFactory
-
-    def __init__(self, reactor: Any) -> None:
-        super().__init__(reactor, persistent=False)
-
-
 @implementer(IStreamClientEndpoint)
 class _GuardedEndpoint:
     """Connects to C{host}:C{port} through the guard: resolve, check, pin."""
@@ -463,6 +434,10 @@ class _GuardedEndpoint:
         self._port = port
 
     def connect(self, factory: IProtocolFactory) -> Deferred[IProtocol]:
+        if isinstance(factory, Factory):
+            # the pool makes a factory per connection, and one connection
+            # per request is normal: no "Starting factory" log lines
+            factory.noisy = False
         return Deferred.fromCoroutine(
             self._client._connect(self._host, self._port, factory)
         )
@@ -473,7 +448,7 @@ class _GuardedEndpoints:
     def __init__(self, client: GuardedClient) -> None:
         self._client = client
 
-    def endpointForURI(self, uri: URI) -> IStreamClientEndpoint:  # noqa: N802
+    def endpointForURI(self, uri: URI) -> IStreamClientEndpoint:
         if uri.scheme != b"https":
             raise URLRefused("only https URLs are contacted")
         host = _strip_brackets(uri.host.decode("ascii"))
@@ -501,17 +476,19 @@ class GuardedClient:
         self._reactor = reactor
         self._policy = policy
         self._resolver = resolver
-        roots: list[Any] = [platformTrust()]
+        roots: list[IOpenSSLTrustRoot] = [platformTrust()]
         if policy.extra_ca_pem is not None:
             extra = load_certificates(policy.extra_ca_pem)
             roots.append(trustRootFromCertificates(extra))
-        self._trust = _CombinedTrust(*roots)
+        self._trust = CombinedTrust(*roots)
         self._tls: OrderedDict[str, IOpenSSLClientConnectionCreator] = OrderedDict()
         self._queue = DeferredSemaphore(policy.concurrency)
         self._agent = Agent.usingEndpointFactory(
             reactor,
             _GuardedEndpoints(self),
-            pool=_Pool(reactor),
+            # one connection per request, never kept: callbacks are on other
+            # people's hosts, and rarely asked twice in a row
+            pool=HTTPConnectionPool(reactor, persistent=False),
         )
 
     @property

@@ -13,7 +13,7 @@ from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request
 
-from reviewsd.web.http import json_error
+from reviewsd.web.errors import json_error
 from reviewsd.websub.hub import Hub, HubUnavailable, TooManySubscriptions
 from reviewsd.websub.requests import BadHubRequest, parse_hub_request
 
@@ -44,10 +44,11 @@ class HubResource(Resource):
             return self._method_not_allowed(request)
         if getattr(request, "too_large", False):
             return _text(request, 413, "The request body is too large.")
+        body = request.content.read() if request.content is not None else b""
         try:
             hub_request = parse_hub_request(
                 request.getHeader(b"content-type"),
-                request.content.read(),
+                body,
                 self._hub.config.topics,
             )
         except BadHubRequest as e:

@@ -76,7 +76,7 @@ _DELETE_VERIFICATION = (
 class Pool(Protocol):
     """What the store needs of C{adbapi.ConnectionPool}."""
 
-    def runInteraction(  # noqa: N802
+    def runInteraction(
         self, interaction: Callable[..., Any], *args: Any
     ) -> Deferred[Any]: ...
 
@@ -93,7 +93,7 @@ def adbapi_pool(path: Path, reactor: Any = None) -> Pool:
     """One SQLite connection, used from one worker thread."""
     if reactor is None:
         from twisted.internet import reactor
-    return adbapi.ConnectionPool(  # type: ignore[no-any-return]
+    return adbapi.ConnectionPool(
         "sqlite3",
         str(path),
         check_same_thread=False,
@@ -114,7 +114,7 @@ class SynchronousPool:
         self._connection = sqlite3.connect(str(path))
         _configure(self._connection)
 
-    def runInteraction(  # noqa: N802
+    def runInteraction(
         self, interaction: Callable[..., Any], *args: Any
     ) -> Deferred[Any]:
         cursor = self._connection.cursor()

@@ -16,7 +16,7 @@ from twisted.python.failure import Failure
 from reviewsd.data.links import Links
 from reviewsd.data.snapshot import Snapshot
 from reviewsd.publishing.build import load_snapshot
-from reviewsd.web.http import make_site
+from reviewsd.web.site import make_site
 
 BASE = "https://reviews.example.com"
 

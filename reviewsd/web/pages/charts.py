@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from attrs import frozen
 from twisted.web.template import Tag
 
 from reviewsd.web.pages.markup import h, number
@@ -254,6 +255,133 @@ def _month_words(month: str) -> str:
     return f"{names[int(number_) - 1]} {year}"
 
 
+@frozen
+class _TrendFrame:
+    """Where the trend chart puts a month and a rating, for C{count} months."""
+
+    count: int
+    left = 34
+    right = 8
+    top = 8
+    bottom = 24
+    width = 360
+    height = 150
+
+    @property
+    def plot_w(self) -> int:
+        return self.width - self.left - self.right
+
+    @property
+    def plot_h(self) -> int:
+        return self.height - self.top - self.bottom
+
+    def x_of(self, i: int) -> float:
+        return self.left + (self.plot_w * (i + 0.5) / self.count if self.count else 0)
+
+    def y_of(self, rating: float) -> float:
+        return self.top + self.plot_h * (5 - rating) / 4
+
+
+def _trend_grid(frame: _TrendFrame) -> list[Tag]:
+    """A line and a label for each grade, 1 to 5 stars."""
+    tags = []
+    for grade in range(1, 6):
+        y = frame.y_of(grade)
+        tags += [
+            h(
+                "line",
+                class_="grid",
+                x1=_n(frame.left),
+                x2=_n(frame.width - frame.right),
+                y1=_n(y),
+                y2=_n(y),
+                stroke=GRID,
+            ),
+            _text(
+                frame.left - 6, y + 4, str(grade), class_="ink small", text_anchor="end"
+            ),
+        ]
+    return tags
+
+
+def _trend_years(frame: _TrendFrame, months: Sequence[Mapping[str, Any]]) -> list[Tag]:
+    """
+    Every year is marked while labels fit (about 36 units each), else every
+    second or third; the first month is marked when no January crowds it.
+    """
+    count, plot_w = frame.count, frame.plot_w
+    januaries = [i for i, m in enumerate(months) if str(m["month"]).endswith("-01")]
+    step = 1 + int(36 * count / (12 * plot_w)) if count else 1
+    marked = set(januaries[::step])
+    if count and not (januaries and januaries[0] * plot_w / count < 36):
+        marked.add(0)
+    tags = []
+    for i, month in enumerate(months):
+        if i not in marked:
+            continue
+        x = frame.x_of(i)
+        tags += [
+            h(
+                "line",
+                class_="tick",
+                x1=_n(x),
+                x2=_n(x),
+                y1=_n(frame.top + frame.plot_h),
+                y2=_n(frame.top + frame.plot_h + 4),
+                stroke=INK,
+            ),
+            _text(
+                x,
+                frame.height - 6,
+                str(month["month"])[:4],
+                class_="ink small",
+                text_anchor=(
+                    "start" if i == 0 else "end" if x + 16 > frame.width else "middle"
+                ),
+            ),
+        ]
+    return tags
+
+
+def _trend_line(frame: _TrendFrame, months: Sequence[Mapping[str, Any]]) -> list[Tag]:
+    """The ratings joined month to month, broken where a month has none."""
+    runs: list[list[str]] = [[]]
+    for i, month in enumerate(months):
+        rating = month.get("average_rating")
+        if rating is None:
+            if runs[-1]:
+                runs.append([])
+            continue
+        runs[-1].append(f"{_n(frame.x_of(i))},{_n(frame.y_of(float(rating)))}")
+    return [
+        h("polyline", class_="line", points=" ".join(run), fill="none", stroke=STAR)
+        for run in runs
+        if len(run) > 1
+    ]
+
+
+def _trend_dots(frame: _TrendFrame, months: Sequence[Mapping[str, Any]]) -> list[Tag]:
+    """A dot for each rated month, titled with its figures."""
+    return [
+        h(
+            "circle",
+            class_="dot",
+            cx=_n(frame.x_of(i)),
+            cy=_n(frame.y_of(float(month["average_rating"]))),
+            r="2.5",
+            fill=STAR,
+        )(
+            h("title")(
+                f"{_month_words(str(month['month']))}: {month['average_rating']} "
+                f"stars from {month['review_count']} "
+                f"{'review' if month['review_count'] == 1 else 'reviews'}"
+            )
+        )
+        for i, month in enumerate(months)
+        if month.get("average_rating") is not None
+    ]
+
+
 def trend(
     months: Sequence[Mapping[str, Any]], verdict: str, ident: str = "trend"
 ) -> Tag:
@@ -261,9 +389,7 @@ def trend(
     The average star rating month by month, as a line broken where a month
     has no review, on a 1 to 5 scale with the years marked.
     """
-    left, right, top, bottom, width, height = 34, 8, 8, 24, 360, 150
-    plot_w, plot_h = width - left - right, height - top - bottom
-    count = len(months)
+    frame = _TrendFrame(len(months))
     first = _month_words(str(months[0]["month"])) if months else ""
     last = _month_words(str(months[-1]["month"])) if months else ""
     label = f"Average star rating by month, {first} to {last}: {verdict}"
@@ -272,96 +398,9 @@ def trend(
         f"{m['month']}: {m['average_rating']} stars from {m['review_count']}"
         for m in rated
     )
-    svg = _svg(ident, (width, height), label, details, "trend")
-
-    def x_of(i: int) -> float:
-        return left + (plot_w * (i + 0.5) / count if count else 0)
-
-    def y_of(rating: float) -> float:
-        return top + plot_h * (5 - rating) / 4
-
-    for grade in range(1, 6):
-        y = y_of(grade)
-        svg(
-            h(
-                "line",
-                class_="grid",
-                x1=_n(left),
-                x2=_n(width - right),
-                y1=_n(y),
-                y2=_n(y),
-                stroke=GRID,
-            ),
-            _text(left - 6, y + 4, str(grade), class_="ink small", text_anchor="end"),
-        )
-    januaries = [i for i, m in enumerate(months) if str(m["month"]).endswith("-01")]
-    # Every year is marked while labels fit (about 36 units each), else every
-    # second or third; the first month is marked when no January crowds it.
-    step = 1 + int(36 * count / (12 * plot_w)) if count else 1
-    marked = set(januaries[::step])
-    if count and not (januaries and januaries[0] * plot_w / count < 36):
-        marked.add(0)
-    for i, month in enumerate(months):
-        name = str(month["month"])
-        if i in marked:
-            x = x_of(i)
-            svg(
-                h(
-                    "line",
-                    class_="tick",
-                    x1=_n(x),
-                    x2=_n(x),
-                    y1=_n(top + plot_h),
-                    y2=_n(top + plot_h + 4),
-                    stroke=INK,
-                ),
-                _text(
-                    x,
-                    height - 6,
-                    name[:4],
-                    class_="ink small",
-                    text_anchor=(
-                        "start" if i == 0 else "end" if x + 16 > width else "middle"
-                    ),
-                ),
-            )
-    runs: list[list[str]] = [[]]
-    for i, month in enumerate(months):
-        rating = month.get("average_rating")
-        if rating is None:
-            if runs[-1]:
-                runs.append([])
-            continue
-        runs[-1].append(f"{_n(x_of(i))},{_n(y_of(float(rating)))}")
-    for run in runs:
-        if len(run) > 1:
-            svg(
-                h(
-                    "polyline",
-                    class_="line",
-                    points=" ".join(run),
-                    fill="none",
-                    stroke=STAR,
-                )
-            )
-    for i, month in enumerate(months):
-        rating = month.get("average_rating")
-        if rating is None:
-            continue
-        svg(
-            h(
-                "circle",
-                class_="dot",
-                cx=_n(x_of(i)),
-                cy=_n(y_of(float(rating))),
-                r="2.5",
-                fill=STAR,
-            )(
-                h("title")(
-                    f"{_month_words(str(month['month']))}: {rating} stars from "
-                    f"{month['review_count']} "
-                    f"{'review' if month['review_count'] == 1 else 'reviews'}"
-                )
-            )
-        )
-    return svg
+    return _svg(ident, (frame.width, frame.height), label, details, "trend")(
+        *_trend_grid(frame),
+        *_trend_years(frame, months),
+        *_trend_line(frame, months),
+        *_trend_dots(frame, months),
+    )

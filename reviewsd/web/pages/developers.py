@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
 from attrs import frozen
-from twisted.web.template import Tag
+from twisted.web.template import Flattenable, Tag
 
 from reviewsd.data.documents import FEED_ITEMS
 from reviewsd.data.links import (
@@ -38,7 +38,7 @@ from reviewsd.data.links import (
     Links,
 )
 from reviewsd.data.search import InvalidParameters, SearchQuery
-from reviewsd.data.snapshot import Snapshot
+from reviewsd.data.snapshot import Document, Snapshot
 from reviewsd.memory import paused
 from reviewsd.web.pages.home import latest_month_start
 from reviewsd.web.pages.markup import h, http_instant, page, plural
@@ -390,13 +390,13 @@ def _commands(*commands: Curl | str) -> Tag:
     return _pre("\n".join(c if isinstance(c, str) else c.command() for c in commands))
 
 
-def _section(ident: str, title: str, *content: object) -> Tag:
+def _section(ident: str, title: str, *content: Flattenable) -> Tag:
     return h("section", id=ident, aria_labelledby=f"{ident}-h")(
         h("h2", id=f"{ident}-h")(title), *content
     )
 
 
-def prose(text: str) -> list[object]:
+def prose(text: str) -> list[Flattenable]:
     """Description text, with the OpenAPI document's C{`code`} spans as code."""
     parts = text.split("`")
     if len(parts) % 2 == 0:  # an unmatched backtick: leave the text alone
@@ -496,7 +496,7 @@ def _operation(snapshot: Snapshot, op: Operation, chosen: Examples) -> Tag:
     conditional = [
         p["name"] for p in op.parameters("header") if p["name"] in _CONDITIONAL
     ]
-    notes: list[object] = []
+    notes: list[Flattenable] = []
     if conditional:
         notes += [
             "Conditional: ",
@@ -508,7 +508,7 @@ def _operation(snapshot: Snapshot, op: Operation, chosen: Examples) -> Tag:
     guide = _GUIDES.get(op.path)
     if guide:
         notes += ["More in ", h("a", href=guide[0])(guide[1]), "."]
-    facts: object = ""
+    facts: Flattenable = ""
     if document is not None:
         facts = h("p", class_="muted small")(
             f"Now: {document.content_type.decode()}, "
@@ -675,7 +675,7 @@ def _changes(snapshot: Snapshot, chosen: Examples) -> Tag:
     recent = months[-12:]
     added = sum(int(m.get("review_count") or 0) for m in recent)
     latest = (insights.get("date_range") or {}).get("latest")
-    facts: list[object] = [
+    facts: list[Flattenable] = [
         "The data last changed on ",
         h("time", datetime=stamp)(words),
         " (",
@@ -687,7 +687,7 @@ def _changes(snapshot: Snapshot, chosen: Examples) -> Tag:
     if latest:
         facts += ["; the newest review is dated ", h("time", datetime=latest)(latest)]
     facts.append(".")
-    pace: object = ""
+    pace: Flattenable = ""
     if recent:
         pace = h("p")(
             f"From {recent[0]['month']} to {recent[-1]['month']} "
@@ -810,9 +810,9 @@ def _sync(snapshot: Snapshot, chosen: Examples) -> Tag:
     )
 
 
-def _argument_words(schema: Mapping[str, Any]) -> list[object]:
+def _argument_words(schema: Mapping[str, Any]) -> list[Flattenable]:
     required = set(schema.get("required") or [])
-    words: list[object] = []
+    words: list[Flattenable] = []
     for name, prop in (schema.get("properties") or {}).items():
         kind, bounds = schema_words(prop)
         if words:
@@ -828,14 +828,9 @@ def _argument_words(schema: Mapping[str, Any]) -> list[object]:
     return words or ["none"]
 
 
-def _mcp(snapshot: Snapshot, tools: Sequence[ToolLike], chosen: Examples) -> Tag:
-    links = snapshot.links
-    address = links.url(MCP_PATH)
-    protocols = chosen.mcp_protocols
-    tool, arguments = chosen.tool_call
-    session = "SESSION_ID"
-    headers = _mcp_headers(protocols[0], session)
-    python = "\n".join(
+def _mcp_python(address: str, tool: str, arguments: dict[str, Any]) -> str:
+    """The example with the official Python SDK, calling the example tool."""
+    return "\n".join(
         [
             "# pip install mcp   (the official Python SDK)",
             "import asyncio",
@@ -852,41 +847,13 @@ def _mcp(snapshot: Snapshot, tools: Sequence[ToolLike], chosen: Examples) -> Tag
             "asyncio.run(main())",
         ]
     )
-    table = h("table", class_="tools stack")(
-        h("caption")(f"The {len(tools)} tools, from the server's registry"),
-        h("thead")(
-            h("tr")(
-                h("th", scope="col")("Tool"),
-                h("th", scope="col")("Arguments"),
-                h("th", scope="col")("What it does"),
-            )
-        ),
-        h("tbody")(
-            [
-                h("tr")(
-                    h("th", scope="row")(h("code")(t.name), h("br"), t.title),
-                    h("td", data_label="Arguments")(_argument_words(t.input_schema)),
-                    h("td", data_label="What it does")(prose(t.description)),
-                )
-                for t in tools
-            ]
-        ),
-    )
-    return _section(
-        "mcp",
-        "MCP server for AI assistants",
-        h("p")(
-            "A ",
-            h("a", href="https://modelcontextprotocol.io")("Model Context Protocol"),
-            " server at ",
-            h("code")(address),
-            ": streamable HTTP, JSON answers, no authentication, protocol ",
-            ", ".join(protocols),
-            " (the first unless the client asks for another). Every tool is "
-            "read-only and answers with ",
-            h("code")("structuredContent"),
-            " plus the same JSON as text.",
-        ),
+
+
+def _mcp_clients(
+    address: str, tool: str, arguments: dict[str, Any]
+) -> list[Flattenable]:
+    """How the common MCP clients, and Python, are told of the server."""
+    return [
         h("h3")("Connecting a client"),
         h("p")(
             "Clients that speak streamable HTTP take the address (Cursor, ",
@@ -923,7 +890,33 @@ def _mcp(snapshot: Snapshot, tools: Sequence[ToolLike], chosen: Examples) -> Tag
             css="json",
         ),
         h("p")("From Python:"),
-        _pre(python, css="python"),
+        _pre(_mcp_python(address, tool, arguments), css="python"),
+    ]
+
+
+def _mcp_tools(tools: Sequence[ToolLike]) -> list[Flattenable]:
+    """The tool registry as a table, and what bad arguments answer."""
+    table = h("table", class_="tools stack")(
+        h("caption")(f"The {len(tools)} tools, from the server's registry"),
+        h("thead")(
+            h("tr")(
+                h("th", scope="col")("Tool"),
+                h("th", scope="col")("Arguments"),
+                h("th", scope="col")("What it does"),
+            )
+        ),
+        h("tbody")(
+            [
+                h("tr")(
+                    h("th", scope="row")(h("code")(t.name), h("br"), t.title),
+                    h("td", data_label="Arguments")(_argument_words(t.input_schema)),
+                    h("td", data_label="What it does")(prose(t.description)),
+                )
+                for t in tools
+            ]
+        ),
+    )
+    return [
         h("h3")("Tools"),
         h("div", class_="table-scroll")(table),
         h("p")(
@@ -934,10 +927,21 @@ def _mcp(snapshot: Snapshot, tools: Sequence[ToolLike], chosen: Examples) -> Tag
             h("code")("isError: true"),
             " and a text listing what exists.",
         ),
+    ]
+
+
+def _mcp_by_hand(
+    links: Links, protocol: str, tool: str, arguments: dict[str, Any]
+) -> list[Flattenable]:
+    """A session with curl, start to end, and the transport's rules."""
+    address = links.url(MCP_PATH)
+    session = "SESSION_ID"
+    headers = _mcp_headers(protocol, session)
+    return [
         h("h3")("The protocol by hand"),
         _commands(
             "# 1. initialize: the answer's Mcp-Session-Id header names the session",
-            _initialize(links, protocols[0]),
+            _initialize(links, protocol),
             "# 2. every later request carries it",
             Curl(
                 url=address,
@@ -981,6 +985,32 @@ def _mcp(snapshot: Snapshot, tools: Sequence[ToolLike], chosen: Examples) -> Tag
                 "localhost or an origin the operator allowed (403 otherwise)."
             ),
         ),
+    ]
+
+
+def _mcp(snapshot: Snapshot, tools: Sequence[ToolLike], chosen: Examples) -> Tag:
+    links = snapshot.links
+    address = links.url(MCP_PATH)
+    protocols = chosen.mcp_protocols
+    tool, arguments = chosen.tool_call
+    return _section(
+        "mcp",
+        "MCP server for AI assistants",
+        h("p")(
+            "A ",
+            h("a", href="https://modelcontextprotocol.io")("Model Context Protocol"),
+            " server at ",
+            h("code")(address),
+            ": streamable HTTP, JSON answers, no authentication, protocol ",
+            ", ".join(protocols),
+            " (the first unless the client asks for another). Every tool is "
+            "read-only and answers with ",
+            h("code")("structuredContent"),
+            " plus the same JSON as text.",
+        ),
+        *_mcp_clients(address, tool, arguments),
+        *_mcp_tools(tools),
+        *_mcp_by_hand(links, protocols[0], tool, arguments),
     )
 
 
@@ -1001,24 +1031,24 @@ def _signature(body: bytes) -> str:
     return hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
 
 
-def _websub(snapshot: Snapshot, ops: Sequence[Operation]) -> Tag:
-    links = snapshot.links
+def _hub_request(
+    links: Links, ops: Sequence[Operation]
+) -> tuple[list[str], Curl | None]:
+    """The topics the hub takes, and a subscription request, from the OpenAPI."""
     hub_op = next((o for o in ops if o.path == HUB_PATH), None)
-    topics: list[str] = []
-    subscribe: Curl | None = None
-    if hub_op is not None:
-        schema = hub_op.spec["requestBody"]["content"][
-            "application/x-www-form-urlencoded"
-        ]["schema"]
-        topics = [
-            str(t) for t in schema["properties"].get("hub.topic", {}).get("enum", [])
-        ]
-        subscribe = Curl(url=links.hub, flags=("-si",), form=_form_example(schema))
-    by_url = {links.url(path): path for path in snapshot.documents}
-    topic = topics[0] if topics else links.atom_feed
-    document = snapshot.documents.get(by_url.get(topic, ATOM_FEED_PATH))
+    if hub_op is None:
+        return [], None
+    schema = hub_op.spec["requestBody"]["content"]["application/x-www-form-urlencoded"][
+        "schema"
+    ]
+    topics = [str(t) for t in schema["properties"].get("hub.topic", {}).get("enum", [])]
+    return topics, Curl(url=links.hub, flags=("-si",), form=_form_example(schema))
+
+
+def _verification(topic: str) -> str:
+    """The hub's GET to the callback, and the answer that confirms."""
     challenge = hashlib.sha256(topic.encode()).hexdigest()[:32]
-    verification = "\n".join(
+    return "\n".join(
         [
             "GET /callback?"
             + urlencode(
@@ -1038,25 +1068,96 @@ def _websub(snapshot: Snapshot, ops: Sequence[Operation]) -> Tag:
             challenge,
         ]
     )
-    delivery = ""
-    if document is not None:
-        body = document.identity.body
-        first = body.split(b"\n", 1)[0].decode("utf-8", "replace")[:60]
-        delivery = "\n".join(
-            [
-                "POST /callback HTTP/1.1",
-                "Host: subscriber.example",
-                f"Content-Type: {document.content_type.decode()}",
-                f"Link: {(document.links or b'').decode()}",
-                f"X-Hub-Signature: sha256={_signature(body)}",
-                f"Content-Length: {len(body)}",
-                "",
-                f"{first}\u2026 (the whole new document)",
-                "",
-                "HTTP/1.1 204 No Content",
-            ]
-        )
+
+
+def _delivery(document: Document) -> str:
+    """The hub's POST of a topic's current content, signed with L{SECRET}."""
+    body = document.identity.body
+    first = body.split(b"\n", 1)[0].decode("utf-8", "replace")[:60]
+    return "\n".join(
+        [
+            "POST /callback HTTP/1.1",
+            "Host: subscriber.example",
+            f"Content-Type: {document.content_type.decode()}",
+            f"Link: {(document.links or b'').decode()}",
+            f"X-Hub-Signature: sha256={_signature(body)}",
+            f"Content-Length: {len(body)}",
+            "",
+            f"{first}\u2026 (the whole new document)",
+            "",
+            "HTTP/1.1 204 No Content",
+        ]
+    )
+
+
+def _websub_subscribing(subscribe: Curl | None, topic: str) -> list[Flattenable]:
+    """The subscription request, and the hub's check of the callback's intent."""
+    return [
+        h("h3")("Subscribing"),
+        _commands(subscribe) if subscribe else "",
+        h("p")(
+            "A well-formed request is answered ",
+            h("code")("202 Accepted"),
+            " at once. The callback must be an absolute ",
+            h("code")("https"),
+            " URL on a public address; the secret is under 200 bytes; a lease is "
+            "clamped to the hub's bounds (by default 300 seconds to 30 days, 10 days "
+            "when none is asked for). Unsubscribing is the same request with ",
+            h("code")("hub.mode=unsubscribe"),
+            ". A bad request is a 400 in plain text saying why; more than the hub's "
+            "limit of subscriptions per callback host is a 403.",
+        ),
+        h("h3")("Verification of intent"),
+        h("p")(
+            "The hub then calls the callback with a GET (its own query string kept) "
+            "and a fresh random challenge; only a 2xx whose body is exactly the "
+            "challenge confirms. Redirects are not followed.",
+        ),
+        _pre(_verification(topic), css="http"),
+    ]
+
+
+def _websub_deliveries(document: Document | None, topic: str) -> list[Flattenable]:
+    """What a delivery looks like, how to check it, and when the hub gives up."""
     check = _VERIFY.replace("SECRET", repr(SECRET.encode()))
+    return [
+        h("h3")("Deliveries and signatures"),
+        h("p")(
+            "When a topic's content changes, each subscriber gets a POST of the full "
+            "new body with the topic's content type and ",
+            h("code")("Link"),
+            " header and, when it gave a secret, ",
+            h("code")("X-Hub-Signature: sha256=…"),
+            ", the hex HMAC-SHA256 of the body under the secret. Any 2xx "
+            "acknowledges. This is the delivery of the current ",
+            h("code")(topic),
+            f" with the secret {SECRET!r}:",
+        ),
+        _pre(_delivery(document), css="http") if document is not None else "",
+        _pre(check, css="python"),
+        h("h3")("Failures"),
+        h("p")(
+            "A failed delivery is retried after the hub's retry base (30 seconds "
+            "by default), then after twice that; the third failure in a row removes "
+            "the subscription and sends the callback a ",
+            h("code")("hub.mode=denied"),
+            " GET with ",
+            h("code")("hub.reason"),
+            ". A ",
+            h("code")("410 Gone"),
+            " removes it at once. Leases expire unless renewed; a renewal replaces "
+            "the lease and the secret once verified. Subscriptions survive restarts, "
+            "and a subscriber that missed a change gets the current content.",
+        ),
+    ]
+
+
+def _websub(snapshot: Snapshot, ops: Sequence[Operation]) -> Tag:
+    links = snapshot.links
+    topics, subscribe = _hub_request(links, ops)
+    by_url = {links.url(path): path for path in snapshot.documents}
+    topic = topics[0] if topics else links.atom_feed
+    document = snapshot.documents.get(by_url.get(topic, ATOM_FEED_PATH))
     return _section(
         "websub",
         "WebSub: changes pushed to you",
@@ -1083,55 +1184,8 @@ def _websub(snapshot: Snapshot, ops: Sequence[Operation]) -> Tag:
                 for t in topics
             ]
         ),
-        h("h3")("Subscribing"),
-        _commands(subscribe) if subscribe else "",
-        h("p")(
-            "A well-formed request is answered ",
-            h("code")("202 Accepted"),
-            " at once. The callback must be an absolute ",
-            h("code")("https"),
-            " URL on a public address; the secret is under 200 bytes; a lease is "
-            "clamped to the hub's bounds (by default 300 seconds to 30 days, 10 days "
-            "when none is asked for). Unsubscribing is the same request with ",
-            h("code")("hub.mode=unsubscribe"),
-            ". A bad request is a 400 in plain text saying why; more than the hub's "
-            "limit of subscriptions per callback host is a 403.",
-        ),
-        h("h3")("Verification of intent"),
-        h("p")(
-            "The hub then calls the callback with a GET (its own query string kept) "
-            "and a fresh random challenge; only a 2xx whose body is exactly the "
-            "challenge confirms. Redirects are not followed.",
-        ),
-        _pre(verification, css="http"),
-        h("h3")("Deliveries and signatures"),
-        h("p")(
-            "When a topic's content changes, each subscriber gets a POST of the full "
-            "new body with the topic's content type and ",
-            h("code")("Link"),
-            " header and, when it gave a secret, ",
-            h("code")("X-Hub-Signature: sha256=…"),
-            ", the hex HMAC-SHA256 of the body under the secret. Any 2xx "
-            "acknowledges. This is the delivery of the current ",
-            h("code")(topic),
-            f" with the secret {SECRET!r}:",
-        ),
-        _pre(delivery, css="http") if delivery else "",
-        _pre(check, css="python"),
-        h("h3")("Failures"),
-        h("p")(
-            "A failed delivery is retried after the hub's retry base (30 seconds "
-            "by default), then after twice that; the third failure in a row removes "
-            "the subscription and sends the callback a ",
-            h("code")("hub.mode=denied"),
-            " GET with ",
-            h("code")("hub.reason"),
-            ". A ",
-            h("code")("410 Gone"),
-            " removes it at once. Leases expire unless renewed; a renewal replaces "
-            "the lease and the secret once verified. Subscriptions survive restarts, "
-            "and a subscriber that missed a change gets the current content.",
-        ),
+        *_websub_subscribing(subscribe, topic),
+        *_websub_deliveries(document, topic),
     )
 
 

@@ -17,7 +17,7 @@ from datetime import date
 from typing import Any
 from urllib.parse import urlencode
 
-from twisted.web.template import Tag
+from twisted.web.template import Flattenable, Tag
 
 from reviewsd.data.documents import aggregate_rating
 from reviewsd.data.links import (
@@ -208,7 +208,7 @@ def _json_ld(
     return thing
 
 
-def _section(ident: str, title: str, *content: object, css: str = "") -> Tag:
+def _section(ident: str, title: str, *content: Flattenable, css: str = "") -> Tag:
     return h("section", id=ident, class_=css or None, aria_labelledby=f"{ident}-h")(
         h("h2", id=f"{ident}-h")(title), *content
     )
@@ -246,7 +246,7 @@ def _contact(business: Business) -> Tag:
             )
         )
     hours = _hours(meta.get("hours"))
-    content: list[object] = [h("dl", class_="facts")(items)] if items else []
+    content: list[Flattenable] = [h("dl", class_="facts")(items)] if items else []
     if hours:
         content.append(
             h("table", class_="hours")(
@@ -279,7 +279,7 @@ def _rating(
         )
     value = float(aggregate["rating_value"])
     span = insights.get("date_range") or {}
-    content: list[object] = [
+    content: list[Flattenable] = [
         h("p", class_="score")(
             h("data", class_="big", value=str(aggregate["rating_value"]))(
                 number(value, 1)
@@ -310,16 +310,18 @@ def _rating(
     return _section("rating", "Rating", *content, css="panel")
 
 
-def _quote(insights: Mapping[str, Any], dataset_reviews: Sequence[Review]) -> object:
+def _quote(
+    insights: Mapping[str, Any], dataset_reviews: Sequence[Review]
+) -> Flattenable:
     text = insights.get("pull_quote")
     if not text:
         return ""
     source_id = insights.get("pull_quote_review_id")
     source = next((r for r in dataset_reviews if r.id == source_id), None)
-    caption: list[object] = []
+    caption: list[Flattenable] = []
     if source is not None:
         shown = source in dataset_reviews[:NEWEST_REVIEWS]
-        who: object = source.author
+        who: Flattenable = source.author
         if shown:
             who = h("a", href=f"#{review_anchor(source.id)}")(source.author)
         caption = [
@@ -337,7 +339,7 @@ def _quote(insights: Mapping[str, Any], dataset_reviews: Sequence[Review]) -> ob
 def _sentiment(insights: Mapping[str, Any]) -> Tag:
     overall = insights.get("overall_sentiment") or {}
     mentioned = [a for a in insights.get("aspects") or [] if a.get("mention_count")]
-    content: list[object] = []
+    content: list[Flattenable] = []
     scored = overall.get("scored_review_count")
     written = plural(scored, "written review") if scored else "the written reviews"
     if overall.get("positive_pct") is not None:
@@ -382,7 +384,7 @@ def _months(period: Mapping[str, Any]) -> str:
     return f"{first} to {last}"
 
 
-def _trend(insights: Mapping[str, Any]) -> object:
+def _trend(insights: Mapping[str, Any]) -> Flattenable:
     temporal = insights.get("temporal") or {}
     months = temporal.get("monthly") or []
     if not months:
@@ -390,7 +392,7 @@ def _trend(insights: Mapping[str, Any]) -> object:
     verdict = str(temporal.get("trend", "stable"))
     basis = temporal.get("trend_basis") or {}
     recent, previous = basis.get("recent"), basis.get("previous")
-    words: list[object] = [h("strong")(verdict.capitalize())]
+    words: list[Flattenable] = [h("strong")(verdict.capitalize())]
     if recent and previous and recent.get("average_rating") is not None:
         words.append(
             f": {recent['average_rating']:g} stars from "
@@ -454,7 +456,7 @@ def _entity_table(
     )
 
 
-def _entities(insights: Mapping[str, Any], links: Links) -> object:
+def _entities(insights: Mapping[str, Any], links: Links) -> Flattenable:
     entities = insights.get("entities") or {}
     technicians = [
         t for t in entities.get("technicians") or [] if t.get("mention_count")
@@ -464,7 +466,7 @@ def _entities(insights: Mapping[str, Any], links: Links) -> object:
     ]
     if not technicians and not services:
         return ""
-    tables: list[object] = []
+    tables: list[Flattenable] = []
     if technicians:
         tables.append(
             _entity_table(
@@ -494,7 +496,7 @@ def _entities(insights: Mapping[str, Any], links: Links) -> object:
     )
 
 
-def _faq(insights: Mapping[str, Any]) -> object:
+def _faq(insights: Mapping[str, Any]) -> Flattenable:
     entries = insights.get("faq") or []
     if not entries:
         return ""
@@ -515,7 +517,7 @@ def _source_name(source: str) -> str:
 
 
 def _review(review: Review, index: int) -> Tag:
-    meta: list[object] = [
+    meta: list[Flattenable] = [
         charts.stars(
             review.rating,
             f"r{index}",
@@ -532,7 +534,7 @@ def _review(review: Review, index: int) -> Tag:
             else _source_name(review.source)
         ),
     ]
-    body: object = (
+    body: Flattenable = (
         h("p", class_="text")(review.text)
         if review.text and review.text.strip()
         else h("p", class_="muted")(
@@ -540,7 +542,7 @@ def _review(review: Review, index: int) -> Tag:
         )
     )
     reply = review.owner_reply
-    answer: object = ""
+    answer: Flattenable = ""
     if reply is not None:
         answer = h("div", class_="reply")(
             h("p", class_="reply-by")(
@@ -622,13 +624,13 @@ def _home(snapshot: Snapshot) -> bytes:
         )
     else:
         blurb = f"{business.name}: verified customer reviews."
-    intro: list[object] = [h("h1")(business.name)]
+    intro: list[Flattenable] = [h("h1")(business.name)]
     if categories:
         intro.append(h("p", class_="categories")(" \u00b7 ".join(categories)))
     if isinstance(description, str) and description.strip():
         intro.append(h("p", class_="lead")(description))
     summary = insights.get("summary")
-    body: list[object] = [
+    body: list[Flattenable] = [
         h("div", class_="intro")(intro),
         h("div", class_="hero")(
             _rating(aggregate, insights, links),

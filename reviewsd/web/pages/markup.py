@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from attrs import frozen
-from twisted.web.template import Tag, flatten
+from twisted.web.template import Flattenable, Tag, flatten
 
 from reviewsd import __version__
 from reviewsd.data.links import (
@@ -66,7 +66,7 @@ def h(tag: str, /, **attributes: object) -> Tag:
     underscore), and C{None} or C{False} leave the attribute out, so that
     optional data never renders as the string C{"None"}.
     """
-    attrs: dict[str, str] = {}
+    attrs: dict[bytes | str, Flattenable] = {}
     for key, value in attributes.items():
         if value is None or value is False:
             continue
@@ -74,7 +74,7 @@ def h(tag: str, /, **attributes: object) -> Tag:
     return Tag(tag, attributes=attrs)
 
 
-def render(root: object) -> bytes:
+def render(root: Flattenable) -> bytes:
     """
     Flatten a tree at once: pages hold no L{Deferred}, so the flattener
     finishes synchronously, and the output is cleaned of characters HTML
@@ -244,7 +244,7 @@ def http_instant(seconds: int) -> tuple[str, str]:
 
 
 def _site_footer(
-    links: Links, last_modified: int, since_day: str, note: Iterable[object]
+    links: Links, last_modified: int, since_day: str, note: Iterable[Flattenable]
 ) -> Tag:
     stamp, words = http_instant(last_modified)
     return h("footer", class_="site")(
@@ -283,9 +283,9 @@ def page(
     current: str,
     last_modified: int,
     since_day: str,
-    body: Sequence[object],
+    body: Sequence[Flattenable],
     head_extra: Sequence[Tag] = (),
-    footer_note: Sequence[object] = (),
+    footer_note: Sequence[Flattenable] = (),
 ) -> bytes:
     """The frame both pages share: head, discovery links, header, footer."""
     return render(

@@ -1,0 +1,195 @@
+"""
+The root resources: L{Front} answers the main listener (documents from the
+snapshot, the computed routes, mounted resources), L{PathMap} a side one.
+"""
+
+from __future__ import annotations
+
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
+from twisted.web.http import NOT_MODIFIED
+from twisted.web.resource import IResource, Resource
+from twisted.web.server import NOT_DONE_YET, Request
+
+from reviewsd.data.links import HOME_PATH, SEARCH_PATH, SINCE_PATH
+from reviewsd.data.snapshot import SnapshotSource
+from reviewsd.twisted_private import raw_block, set_raw
+from reviewsd.web.conditional import serve_document
+from reviewsd.web.errors import (
+    internal_error,
+    json_error,
+    method_not_allowed,
+    not_found,
+)
+from reviewsd.web.pages import prefers_json
+from reviewsd.web.routes import ReviewsAPI
+
+_READ_METHODS = b"GET, HEAD, OPTIONS"
+_CORS = raw_block((b"Access-Control-Allow-Origin", b"*"))
+_SINCE_PREFIX = SINCE_PATH + "/"
+
+
+def _decodable(request: Request) -> bool:
+    """Whether Klein can decode the URL; it would log an error otherwise."""
+    host = request.getHeader(b"host")
+    path = request.path
+    if path.isascii() and b"%" not in path and (host is None or host.isascii()):
+        return True  # (nearly every request)
+    try:
+        b"/".join(request.postpath or ()).decode("utf-8")
+        request.getRequestHostname().decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _sent(request: Request, body: bytes) -> int:
+    """
+    Write an answer whose headers are all set, and end it. Written here, not
+    returned: twisted.web would add C{Content-Length: 0} to a 304, which RFC
+    9110 forbids.
+    """
+    request.write(body)
+    request.finish()
+    return NOT_DONE_YET
+
+
+class Front(Resource):
+    """
+    The root: the fixed documents are answered straight from the snapshot,
+    mounted C{resources} by exact path, everything else by the Klein
+    application C{api}.
+
+    GET and HEAD of the computed routes (search, since) call C{api}'s route
+    methods directly too, bypassing Klein's routing: binding werkzeug's URL
+    map to each request, matching it, and the Deferreds and finish
+    notifications around each answer cost about 40% of their throughput (as
+    they would of the documents, which are most of the traffic). Everything
+    else on those paths still goes through Klein and gets its answers: other
+    methods (405 with C{Allow}), unknown paths (404), percent-escapes
+    decoded, and the JSON errors of L{ReviewsAPI}.
+    """
+
+    isLeaf = True
+
+    def __init__(
+        self,
+        source: SnapshotSource,
+        api: ReviewsAPI,
+        resources: dict[str, IResource] | None = None,
+    ) -> None:
+        super().__init__()
+        self._source = source
+        self._reviews_api = api
+        self._klein_resource: IResource = api.app.resource()
+        self._resources = resources or {}
+
+    def _direct(self, request: Request, path: str) -> bytes | int | None:
+        """
+        GET or HEAD of a computed route, answered by its route method
+        without Klein's routing; C{None} for any other path.
+        """
+        day = path[len(_SINCE_PREFIX) :]
+        answer: bytes | Deferred[bytes]
+        try:
+            if path == SEARCH_PATH:
+                answer = self._reviews_api.search(request)
+            elif path.startswith(_SINCE_PREFIX) and "/" not in day and "%" not in day:
+                # (percent-escapes go to Klein, which decodes them)
+                answer = self._reviews_api.since(request, day)
+            else:
+                return None
+        except Exception:
+            return internal_error(request, Failure())
+        if isinstance(answer, bytes):
+            return _sent(request, answer) if request.code == NOT_MODIFIED else answer
+
+        gone: list[Failure] = []
+        request.notifyFinish().addErrback(gone.append)
+
+        def send(body: bytes) -> None:
+            if not gone:  # the client may have left while the answer was made
+                request.write(body)
+                request.finish()
+
+        answer.addErrback(lambda failure: internal_error(request, failure))
+        answer.addCallback(send)
+        return NOT_DONE_YET
+
+    def render(self, request: Request) -> bytes | int:
+        path = request.path.decode("latin-1")
+        resource = self._resources.get(path)
+        if resource is not None:
+            return resource.render(request)
+        if getattr(request, "too_large", False):
+            # (only a CappedRequest is ever too large, and it has its limit)
+            return json_error(
+                request,
+                413,
+                "too_large",
+                "Request bodies are limited to "
+                f"{getattr(request, 'body_limit', 0)} bytes.",
+            )
+        snapshot = self._source.snapshot
+        document = snapshot.documents.get(path)
+        method = request.method
+        if path == HOME_PATH and prefers_json(request.getHeader(b"accept")):
+            # one URL per representation: JSON clients are sent to the dataset
+            request.setResponseCode(303)
+            request.setHeader(b"Location", snapshot.links.reviews.encode())
+            request.setHeader(b"Vary", b"Accept")
+            request.setHeader(b"Access-Control-Allow-Origin", b"*")
+            return b""
+        if document is None:
+            if method in (b"GET", b"HEAD"):
+                set_raw(request, _CORS)
+            if not _decodable(request):
+                return json_error(
+                    request,
+                    400,
+                    "bad_request",
+                    "The path and Host header must be UTF-8 once percent-decoded.",
+                )
+            if method in (b"GET", b"HEAD"):
+                direct = self._direct(request, path)
+                if direct is not None:
+                    return direct
+            return self._klein_resource.render(request)
+        if method in (b"GET", b"HEAD"):
+            body = serve_document(request, document)
+        elif method == b"OPTIONS":
+            body = _preflight(request)
+        else:
+            body = method_not_allowed(request, _READ_METHODS)
+            request.setHeader(b"Content-Length", b"%d" % len(body))
+        return _sent(request, body)
+
+
+def _preflight(request: Request) -> bytes:
+    """The answer to OPTIONS on a document, a CORS preflight most often."""
+    request.setResponseCode(204)
+    for name, value in (
+        (b"Allow", _READ_METHODS),
+        (b"Access-Control-Allow-Origin", b"*"),
+        (b"Access-Control-Allow-Methods", _READ_METHODS),
+        (b"Access-Control-Allow-Headers", b"If-None-Match, If-Modified-Since"),
+        (b"Access-Control-Max-Age", b"86400"),
+    ):
+        request.setHeader(name, value)
+    return b""
+
+
+class PathMap(Resource):
+    """Resources by exact path, and JSON 404s: the root of a side listener."""
+
+    isLeaf = True
+
+    def __init__(self, resources: dict[str, IResource]) -> None:
+        super().__init__()
+        self._resources = resources
+
+    def render(self, request: Request) -> bytes | int:
+        resource = self._resources.get(request.path.decode("latin-1"))
+        if resource is None:
+            return not_found(request)
+        return resource.render(request)

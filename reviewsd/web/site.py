@@ -1,0 +1,377 @@
+"""
+Connection and request policy: body limits by route, idle and receive
+timeouts, the connections and requests in flight (so that stopping can wait
+for them), and the observers of each answered request; and the two sites
+built with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar, cast
+
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IAddress, ITCPTransport
+from twisted.internet.protocol import connectionDone
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from twisted.web import http
+from twisted.web.http import HTTPChannel
+from twisted.web.resource import IResource
+from twisted.web.server import Request, Site
+
+from reviewsd.data.links import HUB_PATH, MCP_PATH, SEARCH_PATH, SINCE_PATH
+from reviewsd.data.snapshot import SnapshotSource
+from reviewsd.twisted_private import pending_target
+from reviewsd.web.front import Front, PathMap
+from reviewsd.web.routes import ReviewsAPI
+
+log = Logger()
+
+BODY_LIMITS: dict[str, int] = {MCP_PATH: 1024 * 1024, HUB_PATH: 64 * 1024}
+"""
+The request bodies each route takes, in bytes: a larger one is answered 413
+and not kept. Other routes take none: a body sent there is read and dropped.
+"""
+
+MAX_BODY = max(BODY_LIMITS.values())
+
+IDLE_TIMEOUT = 60.0
+"""Seconds a connection may stay silent, between requests or within one."""
+
+RECEIVE_TIMEOUT = 30.0
+"""Seconds a client has to send a whole request, headers and body."""
+
+
+T = TypeVar("T")
+
+
+class InFlight(Generic[T]):
+    """
+    The requests begun and not yet ended, and a way to wait until there are
+    none; adding and discarding cost a set operation, once per request.
+    """
+
+    def __init__(self) -> None:
+        self._items: set[T] = set()
+        self._waiters: list[Deferred[None]] = []
+
+    def add(self, item: T) -> None:
+        self._items.add(item)
+
+    def discard(self, item: T) -> None:
+        self._items.discard(item)
+        if not self._items and self._waiters:
+            waiters, self._waiters = self._waiters, []
+            for waiter in waiters:
+                waiter.callback(None)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(list(self._items))
+
+    def idle(self) -> Deferred[None]:
+        """Fires once nothing is in flight (at once if nothing is)."""
+        waiter: Deferred[None] = Deferred()
+        if self._items:
+            self._waiters.append(waiter)
+        else:
+            waiter.callback(None)
+        return waiter
+
+
+class CappedRequest(Request):
+    """
+    A request that keeps no more body than its route takes (L{BODY_LIMITS}),
+    and that tells its L{ReviewsSite} when it begins and ends: for the
+    requests in flight, the access log and the metrics.
+
+    @ivar started: when its first line arrived, on the site's clock.
+    """
+
+    too_large = False
+    body_limit = MAX_BODY
+    started = 0.0
+    _site: ReviewsSite | None = None
+    _discarding = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        site = getattr(self.channel, "site", None)
+        if isinstance(site, ReviewsSite):
+            self._site = site
+            self.started = site.reactor.seconds()
+            site.in_flight.add(self)
+
+    def gotLength(self, length: int | None) -> None:
+        if length == 0:  # no body: nothing to limit (most requests)
+            super().gotLength(0)
+            return
+        if self._site is not None:
+            # the request line is in, but not parsed into self.path yet
+            self.body_limit = self._site.body_limit(pending_target(self.channel))
+        if length is not None and length > self.body_limit:
+            self._discarding = True
+            self.too_large = self.body_limit > 0
+            length = 0  # nothing is kept: no temporary file for a large body
+        elif length is None:
+            length = self.body_limit  # chunked: memory, unless it may be large
+        super().gotLength(length)
+
+    def handleContentChunk(self, data: bytes) -> None:
+        if self._discarding:
+            return
+        content = self.content
+        assert content is not None  # made by gotLength, before any chunk
+        if content.tell() + len(data) > self.body_limit:
+            self._discarding = True
+            self.too_large = self.body_limit > 0
+            content.seek(0)
+            content.truncate()
+            return
+        super().handleContentChunk(data)
+
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
+        channel = self.channel
+        if isinstance(channel, ReviewsChannel):
+            channel.receiving_since = None
+        site = self._site
+        if site is not None and site.draining:
+            # stopping: answer, then close, so that the client goes elsewhere
+            channel.persistent = False
+            self.responseHeaders.setRawHeaders(b"Connection", [b"close"])
+        super().requestReceived(command, path, version)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            if self._site is not None:
+                self._site.in_flight.discard(self)
+
+    def connectionLost(self, reason: Failure) -> None:
+        super().connectionLost(reason)
+        if self._site is not None:
+            self._site.in_flight.discard(self)
+
+
+class ReviewsChannel(HTTPChannel):
+    """
+    An HTTP/1.1 connection that its site knows of, so that stopping can
+    close it once its answer is sent, and that knows since when a request
+    has been arriving on it, so that a client that trickles one is cut off.
+
+    (Twisted's default wraps the channel to offer HTTP/2 when the C{h2}
+    package is installed; this service does not offer HTTP/2.)
+
+    @ivar receiving_since: when the first byte of the request arriving now
+        came, or C{None} between requests.
+    """
+
+    site: ReviewsSite
+    receiving_since: float | None = None
+    _peer: IAddress | None = None
+    _host: IAddress | None = None
+
+    def getPeer(self) -> IAddress:
+        """
+        The client's address, asked of the transport once per connection:
+        each request asks for it (and for L{getHost}, a system call).
+        """
+        if self._peer is None:
+            self._peer = super().getPeer()
+        return self._peer
+
+    def getHost(self) -> IAddress:
+        if self._host is None:
+            self._host = super().getHost()
+        return self._host
+
+    def connectionMade(self) -> None:
+        super().connectionMade()
+        self.site.connections.add(self)
+
+    def dataReceived(self, data: bytes) -> None:
+        if self.receiving_since is None:
+            self.receiving_since = self.site.reactor.seconds()
+        super().dataReceived(data)
+
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
+        super().connectionLost(reason)
+        self.site.connections.discard(self)
+
+    def close_when_done(self) -> None:
+        """Close now if no request is under way, else after its answer."""
+        self.persistent = False
+        if not self.requests:
+            self.loseConnection()
+
+
+RequestObserver = Callable[[http.Request, str, float], object]
+"""Called with each answered request, its route and its duration."""
+
+
+class ReviewsSite(Site):
+    """
+    The site: bounded connections (idle and receive timeouts, body limits by
+    route), the connections and requests in flight (so that stopping can
+    wait for them), and the observers of each answered request (access log,
+    metrics).
+
+    Twisted's own access log is replaced: it formats a line per request
+    through the legacy log system, which costs about half the throughput of
+    a small answer.
+
+    @ivar observers: L{RequestObserver}s, called as each request finishes.
+    @ivar draining: set once stopping has begun: answers close their
+        connection.
+    """
+
+    # Twisted types this as the factory of the channel that may negotiate
+    # HTTP/2; any HTTPChannel serves, and this one is HTTP/1.1 only.
+    protocol = ReviewsChannel  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        resource: IResource,
+        reactor: Any,
+        *,
+        routes: Iterable[str] = (),
+        body_limits: dict[str, int] | None = None,
+        idle_timeout: float = IDLE_TIMEOUT,
+        receive_timeout: float = RECEIVE_TIMEOUT,
+        observers: Sequence[RequestObserver] = (),
+    ) -> None:
+        super().__init__(
+            resource,
+            requestFactory=CappedRequest,
+            timeout=idle_timeout,
+            reactor=reactor,
+        )
+        self.noisy = False
+        self.displayTracebacks = False
+        self.in_flight: InFlight[CappedRequest] = InFlight()
+        self.connections: InFlight[ReviewsChannel] = InFlight()
+        self.draining = False
+        self.observers: list[RequestObserver] = list(observers)
+        self.receive_timeout = receive_timeout
+        limits = BODY_LIMITS if body_limits is None else body_limits
+        self._body_limits = {path.encode("ascii"): n for path, n in limits.items()}
+        self._max_body = max(self._body_limits.values(), default=0)
+        self._routes = {path.encode("ascii"): path for path in routes}
+        self._since = SINCE_PATH.encode("ascii") + b"/"
+
+    def body_limit(self, target: bytes | None) -> int:
+        """The body limit for a request target (path, query, maybe absolute)."""
+        if target is None:
+            return self._max_body
+        path = target.split(b"?", 1)[0]
+        if not path.startswith(b"/"):
+            # absolute form: http://host/path
+            _, _, rest = path.partition(b"//")
+            path = b"/" + rest.partition(b"/")[2]
+        return self._body_limits.get(path, 0)
+
+    def route(self, path: bytes) -> str:
+        """
+        The route a path belongs to, for metrics: a known path, the since
+        template, or C{other}, so that clients cannot make up labels.
+        """
+        route = self._routes.get(path)
+        if route is not None:
+            return route
+        if path.startswith(self._since) and b"/" not in path[len(self._since) :]:
+            return SINCE_PATH + "/{date}"
+        return "other"
+
+    def log(self, request: http.Request) -> None:
+        """Twisted calls this as each request finishes: tell the observers."""
+        if not self.observers:
+            return
+        duration = self.reactor.seconds() - getattr(request, "started", 0.0)
+        route = self.route(request.path)
+        for observe in self.observers:
+            try:
+                observe(request, route, duration)
+            except Exception:
+                log.failure("Observing a request failed")
+
+    def drain(self) -> Deferred[None]:
+        """
+        Stopping (the port is closed): idle connections close now, busy ones
+        once their answer is sent. Fires when every connection is closed.
+        """
+        self.draining = True
+        for channel in self.connections:
+            channel.close_when_done()
+        return self.connections.idle()
+
+    def drop_slow_clients(self) -> int:
+        """
+        Close the connections on which a request has been arriving for longer
+        than the receive timeout (slowloris); called every second or so.
+        """
+        deadline = self.reactor.seconds() - self.receive_timeout
+        dropped = 0
+        for channel in self.connections:
+            since = channel.receiving_since
+            if since is not None and since < deadline and channel.transport:
+                log.info(
+                    "Closed the connection of {client}: its request took more "
+                    "than {timeout} s to arrive",
+                    client=getattr(channel.transport.getPeer(), "host", "-"),
+                    timeout=self.receive_timeout,
+                )
+                cast(ITCPTransport, channel.transport).abortConnection()
+                dropped += 1
+        return dropped
+
+
+def make_site(
+    source: SnapshotSource,
+    reactor: Any = None,
+    resources: dict[str, IResource] | None = None,
+    *,
+    body_limits: dict[str, int] | None = None,
+    idle_timeout: float = IDLE_TIMEOUT,
+    receive_timeout: float = RECEIVE_TIMEOUT,
+    observers: Sequence[RequestObserver] = (),
+) -> ReviewsSite:
+    """
+    The whole HTTP face: documents, the Klein routes, and C{resources}, other
+    resources by exact path (C{/mcp}, the hub, C{/healthz}, C{/metrics}).
+    """
+    if reactor is None:
+        from twisted.internet import reactor
+    resources = resources or {}
+    return ReviewsSite(
+        Front(source, ReviewsAPI(source, reactor), resources),
+        reactor,
+        routes=[*source.snapshot.documents, *resources, SEARCH_PATH],
+        body_limits=body_limits,
+        idle_timeout=idle_timeout,
+        receive_timeout=receive_timeout,
+        observers=observers,
+    )
+
+
+def make_side_site(
+    resources: dict[str, IResource],
+    reactor: Any,
+    *,
+    idle_timeout: float = IDLE_TIMEOUT,
+    receive_timeout: float = RECEIVE_TIMEOUT,
+    observers: Sequence[RequestObserver] = (),
+) -> ReviewsSite:
+    """A site answering only C{resources} (C{/metrics} and C{/healthz})."""
+    return ReviewsSite(
+        PathMap(resources),
+        reactor,
+        routes=list(resources),
+        body_limits={},
+        idle_timeout=idle_timeout,
+        receive_timeout=receive_timeout,
+        observers=observers,
+    )
