@@ -10,6 +10,7 @@ a reader has to untangle.
 from __future__ import annotations
 
 import ast
+import configparser
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -217,3 +218,18 @@ class TestModuleTests(SynchronousTestCase):
                 "tests/test_b.py -> benchmarks.suite",
             ],
         )
+
+
+class PackagingTests(SynchronousTestCase):
+    def test_every_package_is_installed(self) -> None:
+        """
+        setup.cfg names each package to install: one left out would pass
+        every test run from the source tree and fail once installed.
+        """
+        config = configparser.ConfigParser()
+        config.read(ROOT.parent / "setup.cfg")
+        listed = set(config["options"]["packages"].split())
+        packages = {module_name(path) for path in ROOT.rglob("__init__.py")} | {
+            "twisted.plugins"
+        }
+        self.assertEqual(sorted(packages ^ listed), [])
