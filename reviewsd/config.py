@@ -37,6 +37,7 @@ _NUMBERS: dict[str, tuple[type, int | float]] = {
     "lease-max": (int, 2592000),
     "retry-base": (float, 30.0),
     "max-subscriptions-per-host": (int, 100),
+    "max-subscriptions": (int, 10000),
     "idle-timeout": (float, IDLE_TIMEOUT),
     "receive-timeout": (float, RECEIVE_TIMEOUT),
     "shutdown-timeout": (float, 10.0),
@@ -255,8 +256,16 @@ class Options(usage.Options):
             "max-subscriptions-per-host",
             None,
             None,
-            "WebSub subscriptions one callback host may hold "
+            "WebSub subscriptions one callback server may hold, counted per "
+            "registrable domain and per address "
             f"[default: {_NUMBERS['max-subscriptions-per-host'][1]}].",
+        ],
+        [
+            "max-subscriptions",
+            None,
+            None,
+            "WebSub subscriptions the hub holds in all "
+            f"[default: {_NUMBERS['max-subscriptions'][1]}].",
         ],
         [
             "access-log",
@@ -317,6 +326,9 @@ class Options(usage.Options):
     def __init__(self) -> None:
         super().__init__()
         self["mcp-allowed-origin"] = []
+        # an opt_ method's docstring is its help: one line, without the
+        # indentation of its continuation lines
+        self.docs = {k: " ".join(v.split()) if v else v for k, v in self.docs.items()}
 
     def opt_mcp_allowed_origin(self, origin: str) -> None:
         """
@@ -341,9 +353,13 @@ class Options(usage.Options):
     def parseOptions(self, options: list[str] | None = None) -> None:
         try:
             super().parseOptions(options)
-        except usage.UsageError:
+        except usage.UsageError as e:
             self._failed = True
-            raise
+            if self.parent is None:
+                raise
+            # under twistd, which would print its synopsis, the usage and
+            # the error on stdout: the one line an operator needs, on stderr
+            raise SystemExit(f"reviewsd: {e}") from None
 
     def _merge_config(self, path: Path) -> None:
         try:

@@ -88,7 +88,7 @@ def makeService(options: Options, reactor: Any = None) -> IService:
         options["base-url"],
         tuple(options["mcp-allowed-origin"]),
     )
-    health = HealthResource(data, reactor, started)
+    health = HealthResource(data, reactor, started, hub=hub)
     resources: dict[str, IResource] = {
         MCP_PATH: mcp,
         HUB_PATH: HubResource(hub),
@@ -168,6 +168,7 @@ def _hub(
             lease_max=options["lease-max"],
             retry_base=options["retry-base"],
             max_per_host=options["max-subscriptions-per-host"],
+            max_subscriptions=options["max-subscriptions"],
         ),
         metrics.counting_client(client),
         store_path=options["state-dir"] / "websub.sqlite3",
@@ -217,14 +218,20 @@ def _logged_by_the_hub(failure: Failure) -> None:
 
 def _serving(listeners: list[Listener], hub: Hub, data: ReviewsData) -> Deferred[str]:
     """
-    Fires once every listener listens and the hub has loaded its state, with
-    the C{STATUS=} line systemd shows.
+    Fires once every listener listens and the hub has loaded its state (or
+    failed to), with the C{STATUS=} line systemd shows: the data is served
+    either way, so systemd gets C{READY=1}, and the line says when the hub
+    is unavailable.
     """
     waits: list[Deferred[Any]] = [listener.listening() for listener in listeners]
     waits.append(hub.ready().addErrback(_logged_by_the_hub))
-    return gatherResults(waits).addCallback(
-        lambda _: (
-            f"Serving {len(data.snapshot.dataset.reviews)} reviews on "
-            + ", ".join(listener.description for listener in listeners)
+
+    def status(_: object) -> str:
+        line = f"Serving {len(data.snapshot.dataset.reviews)} reviews on " + ", ".join(
+            listener.description for listener in listeners
         )
-    )
+        if hub.state == "unavailable":
+            line += f"; the WebSub hub is unavailable: {hub.problem}"
+        return line
+
+    return gatherResults(waits).addCallback(status)

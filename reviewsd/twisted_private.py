@@ -15,22 +15,34 @@ C{tests/test_twisted_private.py} says so in plain words:
     trust root, each public one (C{platformTrust},
     C{trustRootFromCertificates}) holds one kind, and the interface and its
     one method, C{_addCACertsToContext}, are private.
+  - L{LineReceiver}'s C{paused}, the flag its parsing loop checks before
+    each line (L{hold_parsing}, L{resume_parsing}): L{HTTPChannel} replaces
+    the pause and resume of L{LineReceiver} with its own, which stop reading
+    the socket but go on answering the pipelined requests already read;
+  - L{HTTPChannel}'s C{_respondToBadRequestAndDisconnect}, its bare 400
+    (L{BadRequests}), and C{_receivedHeaderSize} and C{_receivedHeaderCount},
+    which say whether it is answering headers over its limits: Twisted
+    offers no public way to answer a malformed request otherwise.
 """
 
 from __future__ import annotations
 
 from OpenSSL.SSL import Context
 from twisted.internet._sslverify import IOpenSSLTrustRoot
+from twisted.protocols.basic import LineReceiver
 from twisted.web.http import HTTPChannel, Request
 from twisted.web.http_headers import Headers
 from zope.interface import implementer
 
 __all__ = [
+    "BadRequests",
     "CombinedTrust",
     "IOpenSSLTrustRoot",
     "RawHeaders",
+    "hold_parsing",
     "pending_target",
     "raw_block",
+    "resume_parsing",
     "set_raw",
 ]
 
@@ -71,6 +83,41 @@ def pending_target(channel: HTTPChannel) -> bytes | None:
     route must be chosen. C{None} if the channel has no request line.
     """
     return getattr(channel, "_path", None)
+
+
+def hold_parsing(channel: LineReceiver) -> None:
+    """
+    Stop C{channel} parsing the bytes it has read and not parsed yet (the
+    requests pipelined behind the one just answered, or what follows a
+    refused one) until L{resume_parsing}; bytes that arrive meanwhile are
+    kept unparsed. (Reading the socket is paused apart, through the
+    transport.)
+    """
+    channel.paused = True
+
+
+def resume_parsing(channel: LineReceiver) -> None:
+    """Parse what L{hold_parsing} held, and go on parsing as bytes arrive."""
+    channel.paused = False
+    LineReceiver.dataReceived(channel, b"")
+
+
+class BadRequests(HTTPChannel):
+    """
+    An L{HTTPChannel} that hands the malformed requests it would answer with
+    a bare 400 to L{bad_request}, saying whether their headers were over
+    C{totalHeadersSize} or C{maxHeaders}.
+    """
+
+    def _respondToBadRequestAndDisconnect(self) -> None:
+        self.bad_request(
+            headers_too_large=self._receivedHeaderSize > self.totalHeadersSize
+            or self._receivedHeaderCount > self.maxHeaders
+        )
+
+    def bad_request(self, headers_too_large: bool) -> None:
+        """Answer a malformed request and close: Twisted's bare 400 here."""
+        HTTPChannel._respondToBadRequestAndDisconnect(self)
 
 
 @implementer(IOpenSSLTrustRoot)

@@ -20,11 +20,15 @@ from twisted.web.server import Request
 from twisted.web.static import Data
 from twisted.web.test.requesthelper import DummyRequest
 
+from reviewsd.data.links import HEALTH_PATH
 from reviewsd.data.loading import DEMO_DATA
 from reviewsd.data.snapshot import Snapshot
+from reviewsd.ops.health import HealthResource
 from reviewsd.web.conditional import CACHE_CONTROL, accepts_gzip, serve_document
 from reviewsd.web.site import ReviewsSite, make_side_site, make_site
 from tests.support import Holder, snapshot_of
+from tests.support.site import Answer as WireAnswer
+from tests.support.site import Connection, SiteTestCase
 
 URL = "http://reviews.example.com"
 TOPICS = {
@@ -237,11 +241,13 @@ class DocumentHTTPTests(SynchronousTestCase):
         for method, path in (
             ("POST", "/api/reviews/search"),
             ("DELETE", "/api/reviews/since/2025-01-01"),
-            ("OPTIONS", "/api/reviews/search"),
+            ("PUT", "/api/reviews/search"),
         ):
             answer = self.request(method, path)
             self.assertEqual(answer.code, 405, (method, path))
-            self.assertEqual(answer.header("Allow"), "GET, HEAD", (method, path))
+            self.assertEqual(
+                answer.header("Allow"), "GET, HEAD, OPTIONS", (method, path)
+            )
             self.assertEqual(answer.header("Content-Type"), "application/json")
             self.assertEqual(json.loads(answer.body)["error"], "method_not_allowed")
         for path in ("/api/reviews/since/2025-01-01/more", "/api/reviews/sinc"):
@@ -323,6 +329,79 @@ class DocumentHTTPTests(SynchronousTestCase):
         self.assertIn(
             "If-None-Match", answer.header("Access-Control-Allow-Headers") or ""
         )
+
+    def test_preflight_on_every_get_route(self) -> None:
+        """
+        OPTIONS is answered as on the documents on search, since and
+        C{/healthz} (mounted on the main site or on a side one), whose GET
+        answers carry the same CORS header.
+        """
+        clock = MemoryReactorClock()
+        health = HealthResource(Holder(SNAPSHOT), clock, 0.0)
+        sites = [
+            make_site(Holder(SNAPSHOT), clock, {HEALTH_PATH: health}),
+            make_side_site({HEALTH_PATH: health}, clock),
+        ]
+        self.agent = RequestTraversalAgent(sites[0].resource)
+        expected = self.preflight("/reviews.json")
+        for path in (
+            "/api/reviews/search",
+            "/api/reviews/search?rating=5",
+            "/api/reviews/since/2025-01-01",
+            "/api/reviews/since/2025-13-01",
+            HEALTH_PATH,
+        ):
+            self.assertEqual(self.preflight(path), expected, path)
+        self.agent = RequestTraversalAgent(sites[1].resource)
+        self.assertEqual(self.preflight(HEALTH_PATH), expected)
+        for site in sites:
+            self.agent = RequestTraversalAgent(site.resource)
+            for method in ("GET", "HEAD"):
+                answer = self.request(method, HEALTH_PATH)
+                self.assertEqual(answer.code, 200)
+                self.assertEqual(answer.header("Access-Control-Allow-Origin"), "*")
+
+    def preflight(self, path: str) -> tuple[int, bytes, dict[str, str | None]]:
+        answer = self.request(
+            "OPTIONS",
+            path,
+            Origin="https://app.example",
+            Access_Control_Request_Method="GET",
+            Access_Control_Request_Headers="if-none-match",
+        )
+        names = (
+            "Allow",
+            "Access-Control-Allow-Origin",
+            "Access-Control-Allow-Methods",
+            "Access-Control-Allow-Headers",
+            "Access-Control-Max-Age",
+            "Content-Length",
+        )
+        return answer.code, answer.body, {name: answer.header(name) for name in names}
+
+
+class HostTests(SiteTestCase):
+    """RFC 9112, 3.2: an HTTP/1.1 request without Host is answered 400."""
+
+    def test_http_1_1_without_host(self) -> None:
+        connection = Connection(self.site)
+        for method in ("GET", "HEAD", "POST"):
+            connection.transport.clear()
+            connection.send(f"{method} /reviews.json HTTP/1.1\r\n\r\n".encode())
+            answer = WireAnswer(connection.transport.value())
+            self.assertEqual(answer.code, 400, method)
+            self.assertEqual(answer.headers["content-type"], "application/json")
+            if method != "HEAD":
+                self.assertEqual(json.loads(answer.body)["error"], "bad_request")
+                length = int(answer.headers["content-length"])
+                self.assertEqual(length, len(answer.body))
+        self.assertTrue(connection.transport.connected)
+        self.assertEqual(connection.request("GET", "/reviews.json").code, 200)
+
+    def test_http_1_0_needs_no_host(self) -> None:
+        connection = Connection(self.site)
+        connection.send(b"GET /reviews.json HTTP/1.0\r\n\r\n")
+        self.assertEqual(WireAnswer(connection.transport.value()).code, 200)
 
 
 class PrecomputedTests(SynchronousTestCase):

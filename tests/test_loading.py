@@ -7,12 +7,26 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
+import sys
 from pathlib import Path
+from typing import Any
 
+from twisted.internet import defer, reactor, task
+from twisted.internet.utils import getProcessOutputAndValue
 from twisted.trial.unittest import SynchronousTestCase
 
-from reviewsd.data.loading import DEMO_DATA, DataError, Reader, load_dataset
-from tests.support import BUSINESS, review, write_data
+from reviewsd.data.links import Links
+from reviewsd.data.loading import (
+    DEMO_DATA,
+    DEPTH_MAX,
+    DataError,
+    Reader,
+    load_dataset,
+)
+from reviewsd.publishing.build import load_snapshot
+from tests.support import BASE, BUSINESS, review, write_data
+from tests.support.daemon import TWISTD, DaemonTestCase, environment, free_port
 
 
 class LoadingTests(SynchronousTestCase):
@@ -262,6 +276,142 @@ class LoadingTests(SynchronousTestCase):
         )
         (self.dir / "business.json").unlink()
         self.assertIn("business.json: is missing", self.error_from_disk())
+
+
+def nested(depth: int, closed: bool = True) -> str:
+    """A JSON array C{depth} levels deep (not closed: also malformed)."""
+    return "[" * depth + ("]" * depth if closed else "")
+
+
+class NestingTests(SynchronousTestCase):
+    """
+    Nesting at any depth, in any data file, is the one-line located error
+    (or data, where a parser takes it), never a RecursionError.
+    """
+
+    def setUp(self) -> None:
+        self.dir = Path(self.mktemp())
+
+    def error(self) -> str:
+        message = str(self.assertRaises(DataError, load_dataset, self.dir))
+        self.assertNotIn("\n", message)
+        return message
+
+    def test_past_the_parsers_depth(self) -> None:
+        for depth in (1025, 100_000):
+            for name in ("business.json", "reviews.json", "insights.json"):
+                write_data(self.dir)
+                (self.dir / name).write_text(nested(depth, closed=depth < 5000))
+                self.assertIn(
+                    f"{name}: line 1, column 1026: invalid JSON", self.error()
+                )
+                (self.dir / "insights.json").unlink(missing_ok=True)
+            (self.dir / "reviews.json").unlink()
+            write_data(self.dir, [review(1), review(2)], lines=True)
+            with (self.dir / "reviews.jsonl").open("a") as f:
+                f.write('{"id": ' + nested(depth) + "}\n")
+            self.assertIn(
+                "reviews.jsonl: line 3, column 1032: invalid JSON", self.error()
+            )
+            (self.dir / "reviews.jsonl").unlink()
+
+    def test_deeper_than_the_standard_library_takes(self) -> None:
+        """A thousand levels: orjson reads them, and the checks say what is wrong."""
+        write_data(self.dir, business=[])
+        (self.dir / "business.json").write_text(nested(1000))
+        self.assertIn("business.json: must be a JSON object", self.error())
+        write_data(self.dir)
+        (self.dir / "insights.json").write_text(nested(1000))
+        self.assertIn("insights.json: must be a JSON object", self.error())
+        (self.dir / "insights.json").write_text(
+            json.dumps({"faq": "x"})[:-1] + ', "summary": ' + nested(1000) + "}"
+        )
+        self.assertIn("insights.json: field 'faq': must be an array", self.error())
+        (self.dir / "insights.json").unlink()
+        deep = json.dumps(review(1))[:-1] + ', "extra": ' + nested(1000) + "}"
+        (self.dir / "reviews.json").write_text(f"[{deep}]")
+        [loaded] = load_dataset(self.dir)[1].reviews
+        self.assertEqual(loaded.id, "r0001")
+
+    def test_business_fields_are_shallow(self) -> None:
+        """The business is published as written: renderers need it shallow."""
+        shallow = json.dumps(BUSINESS)[:-1] + ', "extra": ' + nested(DEPTH_MAX) + "}"
+        write_data(self.dir)
+        (self.dir / "business.json").write_text(shallow)
+        load_snapshot(self.dir, Links(BASE))
+        for depth in (DEPTH_MAX + 1, 1000):
+            deep = json.dumps(BUSINESS)[:-1] + ', "extra": ' + nested(depth) + "}"
+            (self.dir / "business.json").write_text(deep)
+            self.assertIn(
+                "business.json: field 'extra': nests values deeper than 100 levels",
+                self.error(),
+            )
+
+    def test_a_reload_keeps_the_last_reading(self) -> None:
+        reader = Reader()
+        write_data(self.dir, [review(0), review(1)])
+        first = reader.read(self.dir)[1].reviews
+        (self.dir / "reviews.json").write_text(nested(100_000, closed=False))
+        self.assertRaises(DataError, reader.read, self.dir)
+        write_data(self.dir, [review(0), review(1)])
+        again = reader.read(self.dir)[1].reviews
+        self.assertEqual(list(map(id, again)), list(map(id, first)))
+
+
+class NestingDaemonTests(DaemonTestCase):
+    """The real daemon, on nested data: at start, and when it reloads."""
+
+    @defer.inlineCallbacks
+    def test_start_up_says_one_line_and_exits(self) -> Any:
+        data = write_data(Path(self.mktemp()))
+        (data / "reviews.json").write_text(nested(100_000, closed=False))
+        port = free_port()
+        out, err, code = yield getProcessOutputAndValue(
+            sys.executable,
+            [
+                *TWISTD[1:],
+                "--nodaemon",
+                "--pidfile=",
+                "reviewsd",
+                "--data",
+                str(data),
+                "--listen",
+                f"tcp:{port}:interface=127.0.0.1",
+                "--state-dir",
+                os.path.abspath(self.mktemp()),
+            ],
+            env=environment(),
+            reactor=reactor,
+        )
+        self.assertEqual(code, 1, out + err)
+        self.assertEqual(
+            (out + err).decode(),
+            f"reviewsd: cannot publish the data: {data / 'reviews.json'}: line 1, "
+            "column 1026: invalid JSON: depth limit exceeded\n",
+        )
+
+    @defer.inlineCallbacks
+    def test_reload_keeps_serving_the_old_data(self) -> Any:
+        data = write_data(Path(self.mktemp()).absolute(), [review(1), review(2)])
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        yield self.start(
+            base, "--data", str(data), "--listen", f"tcp:{port}:interface=127.0.0.1"
+        )
+        (data / "reviews.json").write_text(nested(100_000, closed=False))
+        for _ in range(100):
+            if b"Reload refused" in self.daemon.output:
+                break
+            yield task.deferLater(reactor, 0.1, lambda: None)
+        output = self.daemon.output.decode()
+        [line] = [x for x in output.splitlines() if "Reload refused" in x]
+        self.assertIn(
+            f"{data / 'reviews.json'}: line 1, column 1026: invalid JSON", line
+        )
+        self.assertNotIn("Traceback", output)
+        response = yield self.client.get(base + "/reviews.json")
+        body = yield response.json()
+        self.assertEqual([r["id"] for r in body["reviews"]], ["r0002", "r0001"])
 
 
 class ExampleDataTests(SynchronousTestCase):

@@ -16,6 +16,8 @@ from twisted.logger import Logger, formatEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 
 from reviewsd.logs import (
+    EVENT_TEXT_MAX,
+    TRACEBACK_MAX,
     JSONLinesObserver,
     event_as_json,
     log_access,
@@ -109,10 +111,100 @@ class JSONLogTests(SynchronousTestCase):
         )
         self.assertEqual(loggable_uri(b"/secret=x"), "/secret=x")
         self.assertEqual(len(loggable_uri(b"/" + b"a" * 5000)), 2003)
+
+    def test_uris_lose_their_control_characters(self) -> None:
+        """Control and non-ASCII bytes percent-encoded; at most 2,000 characters."""
+        self.assertEqual(
+            loggable_uri(b"/a\x1b[31m\x7f\x9b\r\nb c\xc3\xa9"),
+            "/a%1B[31m%7F%9B%0D%0Ab%20c%C3%A9",
+        )
+        self.assertEqual(loggable_uri(b"/%1B?q=%0A"), "/%1B?q=%0A")
+        long = loggable_uri(b"/" + b"\x9b" * 5000)
+        self.assertEqual(len(long), 2003)
+        self.assertTrue(long.startswith("/%9B%9B") and long.endswith("..."))
         event = {"log_format": "{x}", "x": "y", "log_time": 0.0}
         self.assertEqual(
             json.loads(event_as_json(event))["time"], "1970-01-01T00:00:00.000Z"
         )
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class HostileFieldTests(SynchronousTestCase):
+    """
+    Whatever a client put in an event's fields, each event is one line of
+    bounded length, with no control character in the text log.
+    """
+
+    def setUp(self) -> None:
+        self.terminal = Terminal()
+        self.text = Logger(
+            namespace="reviewsd.test", observer=observer_for(self.terminal, {})
+        )
+        self.lines = io.StringIO()
+        self.json = Logger(
+            namespace="reviewsd.test", observer=JSONLinesObserver(self.lines)
+        )
+
+    def test_text_log_escapes_control_characters(self) -> None:
+        hostile = (
+            "a\x1b[31mred\x07\r\n2025-01-01T00:00:00+0000 [x#info] forged\u202e\x9b"
+        )
+        self.text.info("client {name} said {{hi}}", name=hostile)
+        written = self.terminal.getvalue()
+        self.assertEqual(written.count("\n"), 1, written)
+        for raw in ("\x1b", "\x07", "\r", "\u202e", "\x9b"):
+            self.assertNotIn(raw, written)
+        self.assertIn(
+            "client a\\x1b[31mred\\x07\\r\\n2025-01-01T00:00:00+0000 [x#info] "
+            "forged\\u202e\\x9b said {hi}",
+            written,
+        )
+        self.assertRegex(written, r"^\d{4}-\d\d-\d\dT[^ ]+ \[reviewsd.test#info\] ")
+
+    def test_tracebacks_keep_their_lines(self) -> None:
+        try:
+            raise ValueError("bad \x1b[2J value")
+        except ValueError:
+            self.text.failure("Failed on {what}", what="x\ny")
+        written = self.terminal.getvalue()
+        self.assertIn("Failed on x\\ny\n\tTraceback (most recent call last):", written)
+        self.assertIn("\tbuiltins.ValueError: bad \\x1b[2J value", written)
+        self.assertNotIn("\x1b", written)
+
+    def test_one_event_costs_a_few_kilobytes_at_most(self) -> None:
+        huge = "x" * 1_000_000
+        for log in (self.text, self.json):
+            log.info("got {value}", value=huge, raw=huge.encode(), nested={"k": [huge]})
+            try:
+                raise ValueError(huge)
+            except ValueError:
+                log.failure("failed with {value}", value=huge)
+        text = self.terminal.getvalue()
+        self.assertLess(len(text), 2 * EVENT_TEXT_MAX + TRACEBACK_MAX + 2000)
+        self.assertIn("x" * 4000 + "\u2026", text)
+        self.assertIn("characters left out", text)
+        first, second = map(json.loads, self.lines.getvalue().splitlines())
+        self.assertLess(
+            len(self.lines.getvalue()), 6 * EVENT_TEXT_MAX + TRACEBACK_MAX + 2000
+        )
+        self.assertEqual(len(first["text"]), EVENT_TEXT_MAX)
+        self.assertEqual(len(first["value"]), EVENT_TEXT_MAX)
+        self.assertEqual(len(first["raw"]), EVENT_TEXT_MAX)
+        self.assertEqual(len(first["nested"]["k"][0]), EVENT_TEXT_MAX)
+        self.assertLess(len(second["traceback"]), TRACEBACK_MAX + 100)
+        self.assertIn("ValueError: xxx", second["traceback"])
+
+    def test_deep_fields(self) -> None:
+        deep: list[Any] = []
+        for _ in range(5000):
+            deep = [deep]
+        self.json.info("deep", value=deep)
+        record = json.loads(self.lines.getvalue())
+        self.assertEqual(record["text"], "deep")
 
 
 class AccessLogTests(SiteTestCase):
@@ -171,3 +263,18 @@ class AccessLogTests(SiteTestCase):
         ]
         self.assertEqual(formatEvent(event), event["request"])
         self.assertIn('"GET /{x}?a={{b}}" 404', formatEvent(event))
+
+    def test_control_characters_in_the_target(self) -> None:
+        """Twisted lets DEL and some high bytes through: none reaches the log raw."""
+        self.site.observers.append(log_access)
+        text = Terminal()
+        observer = observer_for(text, {})
+        globalLogPublisher.addObserver(observer)
+        self.addCleanup(globalLogPublisher.removeObserver, observer)
+        connection = Connection(self.site)
+        connection.send(b"GET /a\x7f\x9b31m HTTP/1.1\r\nHost: x\r\n\r\n")
+        [event] = [
+            e for e in self.events if e.get("log_namespace") == "reviewsd.access"
+        ]
+        self.assertEqual(event["uri"], "/a%7F%9B31m")
+        self.assertIn('"GET /a%7F%9B31m" ', text.getvalue())

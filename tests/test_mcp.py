@@ -5,22 +5,28 @@ lifecycle, and each tool's answers against its own schemas.
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from treq import content
 from treq.testing import StubTreq
+from twisted.internet import defer
 from twisted.internet.task import Clock
+from twisted.logger import formatEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.http_headers import Headers
 
-from reviewsd.data.links import INSIGHTS_PATH
-from reviewsd.mcp.tools import Tools
-from reviewsd.mcp.transport import MCPResource, Sessions
+from reviewsd.data.links import HUB_PATH, INSIGHTS_PATH
+from reviewsd.logs import CLIENT_TEXT_MAX, event_as_json, text_observer
+from reviewsd.mcp.tools import ToolCallError, Tools
+from reviewsd.mcp.transport import LATEST, MCPResource, Sessions
 from reviewsd.web.site import make_site
 from tests.support import BASE, Holder
+from tests.support.daemon import DaemonTestCase, free_port
 from tests.support.search import DEMO, search
+from tests.support.site import INITIALIZE, Answer, Connection, SiteTestCase
 
 ACCEPT = "application/json, text/event-stream"
 
@@ -576,3 +582,282 @@ class InsightToolTests(ToolTests):
             error = self.call(self.session, name, {})["error"]
             self.assertEqual(error["code"], -32602)
             self.assertIn(argument, error["message"])
+
+
+class ArgumentTypeTests(MCPTestCase):
+    """Arguments are held to each tool's published input schema, exactly."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.session = self.initialize()
+
+    def test_numbers_as_json_schema_reads_them(self) -> None:
+        """C{"3"} is no integer; C{5.0} is one, and answers as C{5} does."""
+        for name, arguments, argument in (
+            ("search_reviews", {"rating": "3"}, "rating"),
+            ("search_reviews", {"limit": "3"}, "limit"),
+            ("search_reviews", {"min_rating": "2.5"}, "min_rating"),
+            ("search_reviews", {"rating": True}, "rating"),
+            ("search_reviews", {"rating": None}, "rating"),
+            ("get_reviews_since", {"date": "2025-01-01", "limit": "3"}, "limit"),
+            ("get_reviews_since", {"date": "2025-01-01", "limit": 2.5}, "limit"),
+        ):
+            error = self.call(self.session, name, arguments)["error"]
+            self.assertEqual(error["code"], -32602, arguments)
+            self.assertIn(argument, error["message"])
+            [issue] = error["data"]["issues"]
+            self.assertEqual(
+                (issue["path"], issue["code"]), ([argument], "invalid_type")
+            )
+        for whole, same in (
+            ({"rating": 5.0, "limit": 3.0}, {"rating": 5, "limit": 3}),
+            ({"min_rating": 4, "limit": 1e1}, {"min_rating": 4.0, "limit": 10}),
+        ):
+            first = self.call(self.session, "search_reviews", whole)
+            second = self.call(self.session, "search_reviews", same)
+            self.assertEqual(first["result"], second["result"])
+        since = self.call(
+            self.session, "get_reviews_since", {"date": "2025-01-01", "limit": 2.0}
+        )
+        self.assertEqual(since["result"]["structuredContent"]["returned"], 2)
+
+    def test_blank_strings_are_refused(self) -> None:
+        for name, argument in (
+            ("search_reviews", "query"),
+            ("search_reviews", "mentions_technician"),
+            ("get_review", "id"),
+            ("get_technician", "name"),
+        ):
+            error = self.call(self.session, name, {argument: " \t"})["error"]
+            self.assertEqual(error["code"], -32602)
+            self.assertIn(f"{argument} must not be empty", error["message"])
+
+
+class InputSchemaTests(SynchronousTestCase):
+    """
+    Every tool's C{inputSchema}, walked: each argument given valid and
+    invalid values is accepted or refused exactly as jsonschema (formats
+    asserted) says.
+    """
+
+    CANDIDATES: tuple[Any, ...] = (
+        0,
+        1,
+        2,
+        5,
+        6,
+        100,
+        101,
+        -1,
+        5.0,
+        4.5,
+        2.5,
+        1e1,
+        1e400,
+        -1e400,
+        "3",
+        "5.0",
+        "",
+        " ",
+        "\u00a0",
+        "x",
+        "pricing",
+        "aspects",
+        "a" * 100,
+        "a" * 101,
+        "a" * 200,
+        "a" * 201,
+        "2025-01-01",
+        "2025-02-30",
+        "0000-01-01",
+        "2025-1-1",
+        "2025-01-01\n",
+        "yesterday",
+        True,
+        False,
+        None,
+        [],
+        ["x"],
+        {},
+        {"x": 1},
+    )
+
+    def test_every_argument_agrees_with_jsonschema(self) -> None:
+        tools = Tools(Holder(DEMO))
+        listing = json.loads(tools.listing)
+        self.assertGreaterEqual(len(listing), 10)
+        checked = 0
+        for tool in listing:
+            schema = tool["inputSchema"]
+            Draft202012Validator.check_schema(schema)
+            validator = Draft202012Validator(
+                schema, format_checker=Draft202012Validator.FORMAT_CHECKER
+            )
+            base = {
+                name: "2025-01-01" if name == "date" else "pricing"
+                for name in schema.get("required", [])
+            }
+            self.assertTrue(validator.is_valid(base))
+            self.assertIs(self.accepted(tools, tool["name"], base), True)
+            if base:
+                self.assertIs(self.accepted(tools, tool["name"], {}), False)
+            for name in schema["properties"]:
+                for value in self.CANDIDATES + tuple(
+                    schema["properties"][name].get("enum", ())
+                ):
+                    arguments = {**base, name: value}
+                    self.assertEqual(
+                        self.accepted(tools, tool["name"], arguments),
+                        validator.is_valid(arguments),
+                        (tool["name"], arguments),
+                    )
+                    checked += 1
+        self.assertGreater(checked, 500)
+
+    def accepted(self, tools: Tools, name: str, arguments: dict[str, Any]) -> bool:
+        try:
+            tools.call(name, arguments)
+        except ToolCallError:
+            return False
+        return True
+
+
+class HostileClientTests(SiteTestCase):
+    """What one client sends cannot cost the daemon or its log much."""
+
+    def test_deep_nesting_is_a_parse_error(self) -> None:
+        """Nesting past the parser's depth is -32700, not a 500 and a traceback."""
+        connection = Connection(self.site)
+        session = self.mcp_post(connection, INITIALIZE).headers["mcp-session-id"]
+        ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"a": %s}}'
+        for body in (
+            b"[" * 1000,
+            b"[" * 1000 + b"]" * 1000,
+            b"[" * 100_000,
+            b'{"a":' * 5000,
+            ping % (b"[" * 1000 + b"]" * 1000),
+        ):
+            answer = self.mcp_post(connection, body, f"Mcp-Session-Id: {session}")
+            self.assertEqual(answer.code, 400, answer.body[:200])
+            self.assertEqual(answer.headers["content-type"], "application/json")
+            self.assertEqual(answer.json["error"]["code"], -32700)
+            self.assertIsNone(answer.json["id"])
+            self.assertIn("nested too deeply", answer.json["error"]["message"])
+        self.assertEqual([e for e in self.events if e.get("log_failure")], [])
+
+    def test_not_json_constants(self) -> None:
+        answer = self.mcp_post(
+            Connection(self.site),
+            b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "x": NaN}',
+        )
+        self.assertEqual((answer.code, answer.json["error"]["code"]), (400, -32700))
+
+    def test_other_methods_are_json_405(self) -> None:
+        connection = Connection(self.site)
+        for method in ("PUT", "PATCH", "TRACE", "PROPFIND", "CONNECT"):
+            answer = connection.request(method, "/mcp", body=b"{}")
+            self.assertEqual(answer.code, 405, method)
+            self.assertEqual(answer.headers["allow"], "POST, DELETE, OPTIONS")
+            self.assertEqual(answer.headers["content-type"], "application/json")
+            self.assertEqual(answer.json["error"], "method_not_allowed")
+            self.assertIn(method, answer.json["message"])
+
+    def initialize(self, client_info: dict[str, Any], request_id: Any = 1) -> Answer:
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "clientInfo": client_info},
+            }
+        ).encode()
+        return self.mcp_post(Connection(self.site), body)
+
+    def test_huge_client_name_is_kept_and_logged_bounded(self) -> None:
+        text = io.StringIO()
+        observer = text_observer(text)
+        globalLogPublisher.addObserver(observer)
+        self.addCleanup(globalLogPublisher.removeObserver, observer)
+        big = "n" * 1_000_000
+        answer = self.initialize({"name": big, "version": "1"})
+        self.assertEqual(answer.code, 200)
+        session = self.sessions.get(answer.headers["mcp-session-id"])
+        assert session is not None
+        self.assertEqual(len(session.client), CLIENT_TEXT_MAX)
+        self.assertEqual(session.client, "n" * (CLIENT_TEXT_MAX - 1) + "\u2026")
+        [opened] = [e for e in self.events if "MCP session" in e.get("log_format", "")]
+        self.assertLessEqual(len(formatEvent(opened)), CLIENT_TEXT_MAX + 100)
+        self.assertLessEqual(len(event_as_json(opened)), 3 * CLIENT_TEXT_MAX)
+        written = text.getvalue()
+        self.assertLess(len(written), 2000)
+        self.assertIn("n" * 200, written)
+
+    def test_control_characters_are_escaped_in_the_log(self) -> None:
+        text = io.StringIO()
+        observer = text_observer(text)
+        globalLogPublisher.addObserver(observer)
+        self.addCleanup(globalLogPublisher.removeObserver, observer)
+        name = "evil\x1b[31m\r\n2025-01-01T00:00:00+0000 [fake#info] forged\u202e"
+        self.assertEqual(self.initialize({"name": name}).code, 200)
+        [line] = [x for x in text.getvalue().splitlines() if "MCP session" in x]
+        self.assertEqual(text.getvalue().count("forged"), 1)
+        self.assertNotIn("\x1b", text.getvalue())
+        self.assertNotIn("\r", text.getvalue())
+        self.assertIn("evil\\x1b[31m\\r\\n2025-01-01T00:00:00+0000 [fake", line)
+        self.assertIn("forged\\u202e", line)
+
+    def test_huge_ids_are_echoed_as_given(self) -> None:
+        """JSON-RPC: the answer carries the id sent, whatever its size."""
+        huge = "i" * 500_000
+        answer = self.initialize({"name": "x"}, request_id=huge)
+        self.assertEqual((answer.code, answer.json["id"]), (200, huge))
+        self.assertLess(sum(len(event_as_json(e)) for e in self.events), 10_000)
+
+
+class HostileClientDaemonTests(DaemonTestCase):
+    """The same attacks on the real daemon, over a socket."""
+
+    @defer.inlineCallbacks
+    def post(self, path: str, body: bytes, method: str = "POST") -> Any:
+        response = yield self.client.request(
+            method,
+            self.base + path,
+            data=body,
+            headers={"Content-Type": ["application/json"], "Accept": [ACCEPT]},
+        )
+        raw = yield content(response)
+        return response, json.loads(raw)
+
+    @defer.inlineCallbacks
+    def test_attacks(self) -> Any:
+        port = free_port()
+        yield self.start(
+            f"http://127.0.0.1:{port}", "--listen", f"tcp:{port}:interface=127.0.0.1"
+        )
+        for body in (b"[" * 1000, b"[" * 100_000):
+            response, answer = yield self.post("/mcp", body)
+            self.assertEqual((response.code, answer["error"]["code"]), (400, -32700))
+        for path, allowed in (("/mcp", "POST, DELETE, OPTIONS"), (HUB_PATH, "POST")):
+            for method in ("PUT", "PATCH", "TRACE"):
+                response, answer = yield self.post(path, b"{}", method)
+                self.assertEqual(response.code, 405, (path, method))
+                self.assertEqual(
+                    response.headers.getRawHeaders("allow"), [allowed], path
+                )
+                self.assertEqual(answer["error"], "method_not_allowed")
+        name = "\x1b[31m\r\n2025-01-01 [forged#info] line" + "n" * 1_000_000
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": LATEST, "clientInfo": {"name": name}},
+        }
+        response, answer = yield self.post("/mcp", json.dumps(initialize).encode())
+        self.assertEqual(response.code, 200)
+        output = self.daemon.output.decode()
+        self.assertLess(len(output), 20_000)
+        [line] = [x for x in output.splitlines() if "MCP session opened" in x]
+        self.assertIn("for \\x1b[31m\\r\\n2025-01-01 [forged#info] linennn", line)
+        self.assertLess(len(line), 600)
+        self.assertNotIn("\x1b", output)
+        self.assertNotIn("Traceback", output)

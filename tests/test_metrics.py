@@ -240,6 +240,26 @@ class MetricsEndpointTests(TestCase):
         response = yield treq.get(base + "/healthz", persistent=False)
         self.assertEqual((yield response.json())["status"], "ok")
 
+    @defer.inlineCallbacks
+    def test_head(self) -> Any:
+        """HEAD answers as GET does, without the body."""
+        import treq
+
+        metrics = Metrics(reactor)
+        site = make_site(Holder(DEMO), reactor, {"/metrics": metrics.resource()})
+        port = reactor.listenTCP(0, site, interface="127.0.0.1")
+        self.addCleanup(port.stopListening)
+        url = f"http://127.0.0.1:{port.getHost().port}/metrics"
+        head = yield treq.head(url, persistent=False)
+        body = yield head.content()
+        get = yield treq.get(url, persistent=False)
+        yield get.content()
+        self.assertEqual((head.code, body), (200, b""))
+        self.assertEqual(
+            head.headers.getRawHeaders("content-type"),
+            get.headers.getRawHeaders("content-type"),
+        )
+
     def test_registries_are_separate(self) -> None:
         a, b = Metrics(Clock()), Metrics(Clock())
         a.deliveries.labels("failed").inc()

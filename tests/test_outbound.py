@@ -26,6 +26,8 @@ from reviewsd.websub.outbound import (
     OutboundPolicy,
     URLRefused,
     address_class,
+    literal_address,
+    literal_refusal,
     load_certificates,
     refusal,
 )
@@ -139,6 +141,46 @@ class AddressClassTests(SynchronousTestCase):
             self.assertEqual(refusal(ipaddress.ip_address(text), True), expected)
 
 
+class LiteralTests(SynchronousTestCase):
+    """Hosts written as addresses, in every form the system resolver reads."""
+
+    def test_literal_address(self) -> None:
+        for host, expected in [
+            ("127.0.0.1", "127.0.0.1"),
+            ("[::1]", "::1"),
+            ("::ffff:10.0.0.1", "::ffff:a00:1"),
+            ("fe80::1%eth0", "fe80::1%eth0"),
+            ("2130706433", "127.0.0.1"),
+            ("127.1", "127.0.0.1"),
+            ("0x7f.0.0.1", "127.0.0.1"),
+            ("0177.0.0.1", "127.0.0.1"),
+            ("0xa9fea9fe", "169.254.169.254"),
+        ]:
+            self.assertEqual(str(literal_address(host)), expected, host)
+        for name in (
+            "example.com",
+            "localhost",
+            "1.2.3.4.5",
+            "deadbeef.example",
+            "1e2",
+        ):
+            self.assertIsNone(literal_address(name), name)
+
+    def test_literal_refusal(self) -> None:
+        """The same classes as for resolved addresses; names are not judged."""
+        self.assertEqual(literal_refusal("127.0.0.1", False), "loopback")
+        self.assertEqual(literal_refusal("2130706433", False), "loopback")
+        self.assertEqual(
+            literal_refusal("[::ffff:169.254.169.254]", True),
+            "IPv4-mapped cloud metadata",
+        )
+        self.assertIsNone(literal_refusal("127.0.0.1", True))
+        self.assertIsNone(literal_refusal("8.8.8.8", False))
+        self.assertIsNone(literal_refusal("internal.example", False))
+        client = GuardedClient(MemoryReactorClock(), OutboundPolicy())
+        self.assertEqual(client.literal_refusal("10.0.0.1"), "private")
+
+
 class GuardTests(SynchronousTestCase):
     """The guard on a memory reactor: what is refused is never contacted."""
 
@@ -183,6 +225,8 @@ class GuardTests(SynchronousTestCase):
             "https://[::1]:8443/x",
             "https://169.254.169.254/latest/meta-data/",
             "https://[::ffff:10.0.0.1]/",
+            "https://2130706433/",
+            "https://0x7f.1/",
         ):
             self.failureResultOf(self.client.get(url), AddressRefused)
         self.assertEqual(self.resolver.asked, [])
@@ -318,6 +362,15 @@ class RealTLSTests(TestCase):
         self.assertEqual((response.code, response.body), (200, b"hello GET"))
         response = yield client.post(f"https://hooks.test:{self.port}/", data=b"x")
         self.assertEqual((yield response.content()), b"hello POST")
+
+    @defer.inlineCallbacks
+    def test_the_address_that_answered(self) -> Any:
+        """A response says which checked address it came from, whatever the name."""
+        client = self.client()
+        response = yield client.get(f"https://hooks.test:{self.port}/")
+        self.assertEqual(response.address, "127.0.0.1")
+        response = yield client.get(f"https://127.0.0.1:{self.port}/")
+        self.assertEqual(response.address, "127.0.0.1")
 
     @defer.inlineCallbacks
     def test_body_cap(self) -> Any:

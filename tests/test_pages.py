@@ -32,6 +32,7 @@ from reviewsd.data.links import (
     REVIEWS_PATH,
     SEARCH_PATH,
     SINCE_PATH,
+    rfc3339,
 )
 from reviewsd.data.loading import DEMO_DATA
 from reviewsd.data.snapshot import Snapshot
@@ -46,7 +47,7 @@ from reviewsd.web.pages import (
 )
 from reviewsd.web.pages.developers import SECRET, data_documents, operations
 from reviewsd.web.pages.home import NEWEST_REVIEWS, TOP_ENTITIES, review_anchor
-from reviewsd.web.pages.markup import json_ld
+from reviewsd.web.pages.markup import json_ld, possessive
 from reviewsd.web.site import make_site
 from tests.support import BASE, BUSINESS, Holder, review, snapshot_of, write_data
 
@@ -504,6 +505,92 @@ class HostileDataTests(SynchronousTestCase):
         self.assertNotIn(b"<script>alert", developers)
 
 
+BIDI_CONTROLS = (
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+class BidiControlTests(SynchronousTestCase):
+    """
+    Bidirectional formatting characters in the data (a right-to-left
+    override reverses what follows it) reach no title and no attribute,
+    where markup cannot contain them.
+    """
+
+    def setUp(self) -> None:
+        technician = {"name": "Dev \u202ePatel", "aliases": ["Dev"]}
+        records = [
+            review(n, text=f"Dev fixed the roof {c}and the gutters.")
+            for n, c in enumerate(BIDI_CONTROLS, 1)
+        ]
+        directory = Path(self.mktemp())
+        write_data(
+            directory,
+            records,
+            {**BUSINESS, "name": "Roof\u202e Co", "technicians": [technician]},
+        )
+        self.snapshot = snapshot_of(directory)
+
+    def test_titles_and_attributes(self) -> None:
+        for page in (
+            render_home(self.snapshot),
+            render_developers(self.snapshot, TOOLS, SUPPORTED),
+        ):
+            tree = parse(page)
+            titles = [e.text_content() for e in tree.iter("title", "{*}title")]
+            self.assertIn("Roof Co", " ".join(titles))
+            for title in titles:
+                self.assertEqual([c for c in title if c in BIDI_CONTROLS], [], title)
+            for element in tree.iter():
+                for name, value in element.attrib.items():
+                    found = [c for c in value if c in BIDI_CONTROLS]
+                    self.assertEqual(found, [], (element.tag, name, value))
+
+    def test_text_kept(self) -> None:
+        """In an element of its own, the review's text is as written."""
+        tree = parse(render_home(self.snapshot))
+        texts = " ".join(e.text_content() for e in select(tree, "article p.text"))
+        self.assertIn("roof \u202eand", texts)
+
+
+class WordingTests(SynchronousTestCase):
+    def test_possessive(self) -> None:
+        """Thimbleberry Home Services' reviews, not Services's."""
+        (lead,) = select(parse(DEVELOPERS), "p.lead")
+        self.assertTrue(
+            text(lead).startswith(
+                "Thimbleberry Home Services' verified customer reviews"
+            ),
+            text(lead),
+        )
+        self.assertNotIn(b"s's ", DEVELOPERS)
+        self.assertEqual(possessive("Test Builders"), "Test Builders'")
+        self.assertEqual(possessive("Dev Patel"), "Dev Patel's")
+
+    def test_demo_last_changed(self) -> None:
+        """
+        The demo data last changed on the date of its newest record, not
+        when it was installed, whatever its files' times say.
+        """
+        records = json.loads((DEMO_DATA / "reviews.json").read_text())
+        newest = max(
+            [r["date"] for r in records]
+            + [r["owner_reply"]["date"] for r in records if r["owner_reply"]]
+        )
+        stamp = f"{newest}T00:00:00Z"
+        for page in (HOME, DEVELOPERS):
+            (footer,) = parse(page).iter("footer")
+            self.assertEqual([t.get("datetime") for t in footer.iter("time")], [stamp])
+        self.assertEqual(rfc3339(DEMO.documents[REVIEWS_PATH].last_modified), stamp)
+
+    def test_post_only_endpoints_link_their_guide(self) -> None:
+        """A browser following a link never lands on a POST-only endpoint."""
+        for page in (HOME, DEVELOPERS):
+            hrefs = {e.get("href") for e in parse(page).iter("a")}
+            for post_only in (DEMO.links.url(MCP_PATH), DEMO.links.hub):
+                self.assertNotIn(post_only, hrefs)
+
+
 class EdgeDataTests(SynchronousTestCase):
     def test_no_reviews(self) -> None:
         """A business with no verified review yet still has a valid page."""
@@ -578,7 +665,7 @@ class DeveloperGuideTests(SynchronousTestCase):
     def test_every_operation(self) -> None:
         """A section per operation of the description, in its order."""
         ops = operations(self.openapi)
-        self.assertEqual(len(ops), 10)
+        self.assertEqual(len(ops), 11)
         sections = select(self.tree, "section.endpoint")
         self.assertEqual(len(sections), len(ops))
         for section, op in zip(sections, ops, strict=True):
@@ -694,9 +781,10 @@ class DeveloperGuideTests(SynchronousTestCase):
     def test_websub_exchange(self) -> None:
         """The topics of the description; a delivery signed as the hub signs it."""
         hub = self.openapi["paths"][HUB_PATH]["post"]["requestBody"]["content"]
-        topics = hub["application/x-www-form-urlencoded"]["schema"]["properties"][
-            "hub.topic"
-        ]["enum"]
+        shapes = hub["application/x-www-form-urlencoded"]["schema"]["oneOf"]
+        topics = shapes[0]["properties"]["hub.topic"]["enum"]
+        for shape in shapes:
+            self.assertEqual(shape["properties"]["hub.topic"]["enum"], topics)
         section = self.tree.get_element_by_id("websub")
         self.assertEqual(
             [text(c) for c in select(section, "ul li code")][: len(topics)], topics

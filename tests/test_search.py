@@ -6,10 +6,13 @@ conditional behaviour of /api/reviews/since/{date}.
 
 from __future__ import annotations
 
+import gzip
+import itertools
 import json
 import random
 import re
-from datetime import date
+import zlib
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +25,15 @@ from reviewsd.data.links import Links
 from reviewsd.data.loading import DEMO_DATA, Reader
 from reviewsd.data.model import Business, Review
 from reviewsd.data.search import SearchQuery
-from reviewsd.data.snapshot import SinceCache, Snapshot
+from reviewsd.data.snapshot import GZIP_MIN_SIZE, SINCE_SEGMENT, SinceCache, Snapshot
 from reviewsd.data.synthetic import write as write_synthetic
 from reviewsd.insights import ReviewCache, derive
 from reviewsd.publishing.build import load_snapshot
+from reviewsd.web.conditional import CACHE_CONTROL
 from reviewsd.web.site import make_site
 from tests.support import BASE, FakeReactor, Holder, snapshot_of
 from tests.support.search import DEMO, search
+from tests.support.site import Connection
 
 
 def _words(terms: list[str]) -> re.Pattern[str]:
@@ -274,6 +279,7 @@ class SearchResultTests(SynchronousTestCase):
 class Answer:
     def __init__(self, response: Any, body: bytes) -> None:
         self.code, self.headers, self.body = response.code, response.headers, body
+        self.length = response.length
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -419,7 +425,7 @@ class SearchHTTPTests(SynchronousTestCase):
             self.assertEqual((issue["path"], issue["code"]), (["date"], "invalid_date"))
 
     def test_since_cached_per_date(self) -> None:
-        """A repeated poll is answered from the cache: the same document."""
+        """A repeated poll is answered from the cache: the same bytes."""
         snapshot = snapshot_of(DEMO_DATA)
         agent = RequestTraversalAgent(
             make_site(Holder(snapshot), FakeReactor()).resource
@@ -428,9 +434,9 @@ class SearchHTTPTests(SynchronousTestCase):
             self.successResultOf(
                 agent.request(b"GET", b"http://x/api/reviews/since/2024-06-01")
             )
-        cached = snapshot.since.get(date(2024, 6, 1))
+        cached = snapshot.since.bodies.get((date(2024, 6, 1), False))
         self.assertIsNotNone(cached)
-        self.assertIs(snapshot.since.get(date(2024, 6, 1)), cached)
+        self.assertIs(snapshot.since.bodies.get((date(2024, 6, 1), False)), cached)
 
     def test_large_since_is_rendered_in_a_thread(self) -> None:
         snapshot = snapshot_of(write_synthetic(Path(self.mktemp()), 2500, seed=4))
@@ -448,14 +454,341 @@ class SearchHTTPTests(SynchronousTestCase):
 class SinceCacheTests(SynchronousTestCase):
     def test_bounded_by_entries_and_size(self) -> None:
         days = [date(2020, 1, d) for d in range(1, 6)]
-        documents = [DEMO.since_document(day) for day in days]
-        cache = SinceCache(entries=3, size=10**9)
-        for day, document in zip(days, documents, strict=True):
-            cache.put(day, document)
-        self.assertIsNone(cache.get(date(2020, 1, 1)))
-        self.assertIsNotNone(cache.get(date(2020, 1, 5)))
-        small = SinceCache(entries=100, size=len(documents[0].identity.body) + 1)
-        small.put(date(2020, 1, 1), documents[0])
-        small.put(date(2020, 1, 2), documents[1])
-        self.assertIsNone(small.get(date(2020, 1, 1)))
-        self.assertIsNotNone(small.get(date(2020, 1, 2)))
+        bodies = [DEMO.since_body(DEMO.since_answer(day)) for day in days]
+        cache = SinceCache(entries=3, size=10**9).bodies
+        for day, body in zip(days, bodies, strict=True):
+            cache.put((day, False), body)
+        self.assertIsNone(cache.get((date(2020, 1, 1), False)))
+        self.assertIsNotNone(cache.get((date(2020, 1, 5), False)))
+        small = SinceCache(entries=100, size=len(bodies[0]) + 1).bodies
+        small.put((date(2020, 1, 1), False), bodies[0])
+        small.put((date(2020, 1, 2), False), bodies[1])
+        self.assertIsNone(small.get((date(2020, 1, 1), False)))
+        self.assertIsNotNone(small.get((date(2020, 1, 2), False)))
+
+
+def _same_count_dates(snapshot: Snapshot) -> tuple[date, date]:
+    """Two dates between the same two review dates: the same large count."""
+    days = sorted({r.date for r in snapshot.dataset.reviews})
+    for older, newer in itertools.pairwise(days):
+        if (newer - older).days >= 2:
+            return newer, newer - timedelta(days=1)
+    raise AssertionError("no two review dates two days apart")
+
+
+class _Counting:
+    """A compressor that counts the bytes it is given."""
+
+    def __init__(self, inner: Any, sizes: list[int]) -> None:
+        self._inner, self._sizes = inner, sizes
+        sizes.append(0)
+
+    def compress(self, data: bytes) -> bytes:
+        self._sizes[-1] += len(data)
+        return self._inner.compress(data)
+
+    def flush(self, *mode: int) -> bytes:
+        return self._inner.flush(*mode)
+
+
+class SinceRenderingTests(SynchronousTestCase):
+    """
+    A client asking for a new date each time must not make the reactor
+    thread compress its answers: the records are compressed once per
+    snapshot, in a worker thread, and the gzip bytes of a date are a copy
+    of them but for a few kB; a conditional request is decided without
+    any bytes.
+    """
+
+    def setUp(self) -> None:
+        self.data = write_synthetic(Path(self.mktemp()), 400, seed=4)
+        self.snapshot = snapshot_of(self.data)
+        self.reactor = FakeReactor(immediate=False)
+        self.agent = RequestTraversalAgent(
+            make_site(Holder(self.snapshot), self.reactor).resource
+        )
+        self.compressed: list[int] = []  # the bytes given, per compression
+        compressobj, compress = zlib.compressobj, gzip.compress
+
+        def compressing(data: bytes, *args: Any, **kwargs: Any) -> bytes:
+            self.compressed.append(len(data))
+            return compress(data, *args, **kwargs)
+
+        self.patch(gzip, "compress", compressing)
+        self.patch(
+            zlib,
+            "compressobj",
+            lambda *a, **k: _Counting(compressobj(*a, **k), self.compressed),
+        )
+
+    def work(self) -> int:
+        """Run the work queued in the thread pool, and send what it made."""
+        ran = self.reactor.run()
+        self.agent.flush()
+        return ran
+
+    def get(self, day: date, method: bytes = b"GET", **headers: str) -> Any:
+        """The Deferred answer to a request for C{day}'s answer."""
+        path = f"http://x/api/reviews/since/{day.isoformat()}".encode("ascii")
+        return self.agent.request(
+            method,
+            path,
+            Headers({k.replace("_", "-"): [v] for k, v in headers.items()}),
+        ).addCallback(
+            lambda response: content(response).addCallback(
+                lambda body: Answer(response, body)
+            )
+        )
+
+    def test_records_compressed_in_a_worker(self) -> None:
+        oldest = min(r.date for r in self.snapshot.dataset.reviews)
+        pending = self.get(oldest, Accept_Encoding="gzip")
+        self.assertNoResult(pending)
+        self.assertEqual(self.compressed, [])  # not on the reactor thread
+        self.assertEqual(self.work(), 1)
+        answer = self.successResultOf(pending)
+        self.assertEqual(answer.code, 200)
+        self.assertEqual(answer.header("Content-Encoding"), "gzip")
+        plain = self.successResultOf(self.get(oldest))  # nothing to compress
+        self.assertEqual(gzip.decompress(answer.body), plain.body)
+        self.assertEqual(plain.json()["count"], len(self.snapshot.dataset.reviews))
+
+    def test_a_new_date_compresses_a_few_kilobytes(self) -> None:
+        """
+        Once the records are compressed, a date never asked before is
+        answered at once, compressing at most L{SINCE_SEGMENT} bytes.
+        """
+        days = sorted({r.date for r in self.snapshot.dataset.reviews})
+        self.get(days[0], Accept_Encoding="gzip")
+        self.work()
+        for day in days[::7]:
+            del self.compressed[:]
+            answer = self.successResultOf(self.get(day, Accept_Encoding="gzip"))
+            self.assertEqual(self.reactor.queued, [])
+            self.assertLessEqual(max(self.compressed, default=0), SINCE_SEGMENT + 2)
+            body = json.loads(gzip.decompress(answer.body))
+            self.assertEqual(
+                (body["since"], body["count"]),
+                (day.isoformat(), self.snapshot.since_count(day)),
+            )
+
+    def test_dates_with_one_count_share_the_run(self) -> None:
+        """The second date is a copy of the first's bytes: nothing compressed."""
+        first, second = _same_count_dates(self.snapshot)
+        pending = self.get(first, Accept_Encoding="gzip")
+        self.work()
+        one = self.successResultOf(pending)
+        compressed = list(self.compressed)
+        two = self.successResultOf(self.get(second, Accept_Encoding="gzip"))
+        self.assertEqual((self.compressed, self.reactor.queued), (compressed, []))
+        self.assertNotEqual(one.header("ETag"), two.header("ETag"))
+        unpacked = [json.loads(gzip.decompress(a.body)) for a in (one, two)]
+        self.assertEqual(
+            [u["since"] for u in unpacked], [first.isoformat(), second.isoformat()]
+        )
+        self.assertEqual(unpacked[0]["reviews"], unpacked[1]["reviews"])
+        self.assertEqual(unpacked[0]["count"], unpacked[1]["count"])
+
+    def test_not_modified_without_making_bytes(self) -> None:
+        """
+        The validators come from the data and the date: a daemon that has
+        never made a date's bytes (restarted, or its cache emptied) answers
+        304 to the ETag it gave before.
+        """
+        oldest = min(r.date for r in self.snapshot.dataset.reviews)
+        pending = self.get(oldest, Accept_Encoding="gzip")
+        self.work()
+        etag = self.successResultOf(pending).header("ETag")
+        assert etag is not None
+        again = RequestTraversalAgent(
+            make_site(Holder(snapshot_of(self.data)), self.reactor).resource
+        )
+        self.agent = again
+        compressed = list(self.compressed)
+        for method in (b"GET", b"HEAD"):
+            answer = self.successResultOf(
+                self.get(oldest, method, Accept_Encoding="gzip", If_None_Match=etag)
+            )
+            self.assertEqual((answer.code, answer.body), (304, b""))
+            self.assertEqual(answer.header("ETag"), etag)
+        self.assertEqual((self.compressed, self.reactor.queued), (compressed, []))
+
+    def test_one_compression_per_snapshot(self) -> None:
+        """
+        Dates asked for at once, before the records are compressed, wait
+        for one compression in the thread pool.
+        """
+        days = sorted({r.date for r in self.snapshot.dataset.reviews})
+        first, second = _same_count_dates(self.snapshot)
+        asked = [days[0], days[40], first, second, days[80]]
+        pending = [self.get(day, Accept_Encoding="gzip") for day in asked]
+        self.assertEqual(len(self.reactor.queued), 1)
+        self.assertEqual(self.work(), 1)
+        self.assertEqual(self.reactor.queued, [])
+        for day, answer in zip(asked, pending, strict=True):
+            body = json.loads(gzip.decompress(self.successResultOf(answer).body))
+            self.assertEqual(body["since"], day.isoformat())
+            self.assertEqual(body["count"], self.snapshot.since_count(day))
+
+
+class SinceBytesTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        site = make_site(Holder(snapshot_of(DEMO_DATA)), FakeReactor())
+        self.agent = RequestTraversalAgent(site.resource)
+        self.wire = Connection(site)
+
+    def request(self, method: str, day: date, **headers: str) -> Answer:
+        path = f"http://x/api/reviews/since/{day.isoformat()}".encode("ascii")
+        response = self.successResultOf(
+            self.agent.request(
+                method.encode("ascii"),
+                path,
+                Headers({k.replace("_", "-"): [v] for k, v in headers.items()}),
+            )
+        )
+        return Answer(response, self.successResultOf(content(response)))
+
+    def test_every_count(self) -> None:
+        """
+        For a date of every count: the bytes as they always were, gzip bytes
+        decoding to them, a tag per date and encoding, HEAD alike.
+        """
+        reviews = DEMO.dataset.reviews
+        days = sorted({r.date for r in reviews}) + [date(1999, 1, 1), date(2099, 1, 1)]
+        tags: set[str] = set()
+        representations = 0
+        for day in days:
+            plain = self.request("GET", day)
+            count = sum(r.date >= day for r in reviews)
+            expected = b'{"since":"%s","count":%d,"reviews":[%s]}' % (
+                day.isoformat().encode("ascii"),
+                count,
+                DEMO.records.run(0, count),
+            )
+            self.assertEqual(plain.body, expected)
+            self.assertEqual(plain.length, len(expected))
+            packed = self.request("GET", day, Accept_Encoding="gzip")
+            head = self.wire.request(
+                "HEAD", f"/api/reviews/since/{day.isoformat()}", "Accept-Encoding: gzip"
+            )
+            self.assertEqual((head.code, head.body), (200, b""))
+            if len(expected) < GZIP_MIN_SIZE:
+                self.assertIsNone(packed.header("Content-Encoding"))
+                self.assertEqual(packed.body, expected)
+            else:
+                self.assertEqual(packed.header("Content-Encoding"), "gzip")
+                self.assertEqual(gzip.decompress(packed.body), expected)
+                self.assertEqual(packed.length, len(packed.body))
+                self.assertNotEqual(packed.header("ETag"), plain.header("ETag"))
+            for header in ("ETag", "Content-Encoding", "Last-Modified", "Vary"):
+                self.assertEqual(
+                    head.headers.get(header.lower()), packed.header(header)
+                )
+            self.assertEqual(head.headers["content-length"], str(len(packed.body)))
+            tags.update(a.header("ETag") or "" for a in (plain, packed))
+            representations += 1 if len(expected) < GZIP_MIN_SIZE else 2
+        self.assertEqual(len(tags), representations)
+
+
+class SearchConditionalTests(SynchronousTestCase):
+    """Search answers have validators, 304s, HEAD and gzip, as documents do."""
+
+    QUERY = "/api/reviews/search?rating=5&limit=20"
+
+    def setUp(self) -> None:
+        self.agent = RequestTraversalAgent(
+            make_site(Holder(DEMO), FakeReactor()).resource
+        )
+
+    def request(self, path: str, method: str = "GET", **headers: str) -> Answer:
+        response = self.successResultOf(
+            self.agent.request(
+                method.encode("ascii"),
+                b"http://x" + path.encode("ascii"),
+                Headers({k.replace("_", "-"): [v] for k, v in headers.items()}),
+            )
+        )
+        return Answer(response, self.successResultOf(content(response)))
+
+    def test_validators(self) -> None:
+        answer = self.request(self.QUERY)
+        etag, modified = answer.header("ETag"), answer.header("Last-Modified")
+        assert etag is not None and modified is not None
+        self.assertRegex(etag, r'^"[A-Za-z0-9_-]{22}"$')
+        self.assertEqual(
+            modified, self.request("/reviews.json").header("Last-Modified")
+        )
+        self.assertEqual(answer.header("Cache-Control"), CACHE_CONTROL.decode())
+        self.assertEqual(answer.header("Vary"), "Accept-Encoding")
+        self.assertEqual(answer.header("Access-Control-Allow-Origin"), "*")
+        for headers in (
+            {"If_None_Match": etag},
+            {"If_None_Match": f'"other", W/{etag}'},
+            {"If_Modified_Since": modified},
+        ):
+            for method in ("GET", "HEAD"):
+                unchanged = self.request(self.QUERY, method, **headers)
+                self.assertEqual((unchanged.code, unchanged.body), (304, b""))
+                self.assertEqual(unchanged.header("ETag"), etag)
+        other = self.request(
+            "/api/reviews/search?rating=4&limit=20", If_None_Match=etag
+        )
+        self.assertEqual(other.code, 200)
+        self.assertNotEqual(other.header("ETag"), etag)
+
+    def test_equal_queries_share_a_tag(self) -> None:
+        """Answers are pure functions of the data and the checked query."""
+        one = self.request(self.QUERY)
+        self.assertIsNotNone(one.header("ETag"))
+        two = self.request("/api/reviews/search?limit=20&rating=%2B5&x=1")
+        self.assertEqual((one.body, one.header("ETag")), (two.body, two.header("ETag")))
+        again = RequestTraversalAgent(
+            make_site(Holder(snapshot_of(DEMO_DATA)), FakeReactor()).resource
+        )
+        self.agent = again
+        self.assertEqual(self.request(self.QUERY).header("ETag"), one.header("ETag"))
+
+    def test_gzip(self) -> None:
+        plain = self.request(self.QUERY)
+        self.assertGreaterEqual(len(plain.body), GZIP_MIN_SIZE)
+        self.assertIsNone(plain.header("Content-Encoding"))
+        packed = self.request(self.QUERY, Accept_Encoding="gzip, deflate")
+        self.assertEqual(packed.code, 200)
+        self.assertEqual(packed.header("Content-Encoding"), "gzip")
+        self.assertEqual(packed.header("Vary"), "Accept-Encoding")
+        self.assertEqual(gzip.decompress(packed.body), plain.body)
+        self.assertEqual(packed.length, len(packed.body))
+        etag = packed.header("ETag")
+        assert etag is not None
+        self.assertNotEqual(etag, plain.header("ETag"))
+        unchanged = self.request(self.QUERY, Accept_Encoding="gzip", If_None_Match=etag)
+        self.assertEqual(unchanged.code, 304)
+        self.assertEqual(self.request(self.QUERY, If_None_Match=etag).code, 200)
+        small = self.request(
+            "/api/reviews/search?query=zzzz", Accept_Encoding="gzip"
+        )  # matches nothing: a few bytes, sent as they are
+        self.assertIsNone(small.header("Content-Encoding"))
+        self.assertEqual(small.json()["matched"], 0)
+        self.assertIsNotNone(small.header("ETag"))
+
+    def test_head(self) -> None:
+        """HEAD as it goes on the wire: the headers of GET, no body."""
+        wire = Connection(make_site(Holder(DEMO), FakeReactor()))
+        for encoding in ("identity", "gzip"):
+            get = self.request(self.QUERY, Accept_Encoding=encoding)
+            head = wire.request("HEAD", self.QUERY, f"Accept-Encoding: {encoding}")
+            self.assertEqual((head.code, head.body), (200, b""))
+            self.assertIsNotNone(get.header("ETag"))
+            self.assertEqual(head.headers["content-length"], str(len(get.body)))
+            for header in ("ETag", "Last-Modified", "Content-Type", "Content-Encoding"):
+                self.assertEqual(head.headers.get(header.lower()), get.header(header))
+
+    def test_not_modified_on_the_wire(self) -> None:
+        """A 304 is sent as it is, without twisted.web's Content-Length: 0."""
+        wire = Connection(make_site(Holder(DEMO), FakeReactor()))
+        etag = wire.request("GET", self.QUERY).headers["etag"]
+        for method in ("GET", "HEAD"):
+            answer = wire.request(method, self.QUERY, f"If-None-Match: {etag}")
+            self.assertEqual((answer.code, answer.body), (304, b""))
+            self.assertNotIn("content-length", answer.headers)
+            self.assertEqual(answer.headers["etag"], etag)

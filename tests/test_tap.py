@@ -18,6 +18,7 @@ from reviewsd.config import base_url_for
 from reviewsd.data.loading import DEMO_DATA
 from reviewsd.publishing.service import ReviewsData
 from reviewsd.tap import Options, makeService
+from reviewsd.websub import Hub
 from tests.support import MemoryReactorWithThreads, review, write_data
 
 
@@ -208,6 +209,23 @@ class OptionsTests(Parsing):
         config.write_text('allow-private-callbacks = "yes"\n')
         self.assertIn("must be true or false", self.error("--config", str(config)))
 
+    def test_subscription_caps(self) -> None:
+        options = self.parse()
+        self.assertEqual(
+            (options["max-subscriptions-per-host"], options["max-subscriptions"]),
+            (100, 10000),
+        )
+        options = self.parse("--max-subscriptions", "50")
+        self.assertEqual(options["max-subscriptions"], 50)
+        self.assertIn(
+            "--max-subscriptions '0': must be a whole number above 0",
+            self.error("--max-subscriptions", "0"),
+        )
+        config = self.write_config("max-subscriptions = 20\n")
+        self.assertEqual(self.parse("--config", str(config))["max-subscriptions"], 20)
+        config.write_text('max-subscriptions = "many"\n')
+        self.assertIn("--max-subscriptions", self.error("--config", str(config)))
+
     def test_command_line_wins(self) -> None:
         config = self.write_config(
             'listen = "tcp:9001"\nbase-url = "https://r.example"\n'
@@ -257,6 +275,19 @@ class MakeServiceTests(Parsing):
         self.assertIs(factory.resource._source.snapshot, snapshot)
         self.assertEqual(snapshot.dataset.business.name, "Thimbleberry Home Services")
         self.assertTrue(snapshot.index.has_words)
+
+    def test_hub_settings(self) -> None:
+        """The subscription caps reach the hub."""
+        service = makeService(
+            self.options(
+                "--max-subscriptions-per-host", "7", "--max-subscriptions", "70"
+            ),
+            MemoryReactorWithThreads(),
+        )
+        [hub] = [child for child in service if isinstance(child, Hub)]
+        self.assertEqual(
+            (hub.config.max_per_host, hub.config.max_subscriptions), (7, 70)
+        )
 
     def test_state_dir_created(self) -> None:
         options = self.options()

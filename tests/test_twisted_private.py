@@ -27,18 +27,23 @@ from twisted.internet.ssl import (
 )
 from twisted.internet.testing import MemoryReactorClock, StringTransport
 from twisted.logger import globalLogPublisher
+from twisted.protocols.basic import LineReceiver
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.client import HTTPConnectionPool
+from twisted.web.http import HTTPChannel
 from twisted.web.http_headers import Headers
 from twisted.web.resource import Resource
 from twisted.web.server import Request, Site
 from zope.interface import implementer
 
 from reviewsd.twisted_private import (
+    BadRequests,
     CombinedTrust,
     IOpenSSLTrustRoot,
+    hold_parsing,
     pending_target,
     raw_block,
+    resume_parsing,
     set_raw,
 )
 from reviewsd.websub.outbound import GuardedClient, OutboundPolicy
@@ -310,3 +315,108 @@ class PendingTargetTests(SynchronousTestCase):
         """A channel that has no request line gives C{None}."""
         channel = self.site.buildProtocol(None)
         self.assertIsNone(pending_target(channel))
+
+
+class _Lines(LineReceiver):
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+
+    def lineReceived(self, line: bytes) -> None:
+        self.lines.append(line)
+        if line == b"hold":
+            hold_parsing(self)
+
+
+class ParsingHoldTests(SynchronousTestCase):
+    """L{LineReceiver} checks C{paused} before each line it parses."""
+
+    def test_the_flag(self) -> None:
+        self.assertIs(
+            _private("twisted.protocols.basic", "LineReceiver").paused,
+            False,
+            f"{UPGRADE}LineReceiver.paused is no longer False by default",
+        )
+
+    def test_hold_and_resume(self) -> None:
+        """
+        Held while parsing, the lines already read wait, and those that
+        arrive are kept; resumed, all are parsed, in order.
+        """
+        lines = _Lines()
+        lines.makeConnection(StringTransport())
+        lines.dataReceived(b"a\r\nhold\r\nb\r\nc\r\n")
+        self.assertEqual(lines.lines, [b"a", b"hold"], UPGRADE + "paused is ignored")
+        lines.dataReceived(b"d\r\n")
+        self.assertEqual(lines.lines, [b"a", b"hold"], UPGRADE + "paused is ignored")
+        resume_parsing(lines)
+        self.assertEqual(lines.lines, [b"a", b"hold", b"b", b"c", b"d"])
+        lines.dataReceived(b"e\r\n")
+        self.assertEqual(lines.lines[-1], b"e")
+
+    def test_an_http_channel_holds(self) -> None:
+        """An L{HTTPChannel} answers no pipelined request while held."""
+        site = _site(_Answering())
+        site.protocol = HTTPChannel  # type: ignore[assignment]
+        transport = StringTransport()
+        channel = site.buildProtocol(None)
+        channel.makeConnection(transport)
+        hold_parsing(channel)
+        channel.dataReceived(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 2)
+        self.assertEqual(transport.value(), b"")
+        resume_parsing(channel)
+        self.assertEqual(transport.value().count(b"HTTP/1.1 200 OK"), 2)
+
+
+class _Refusing(BadRequests):
+    def bad_request(self, headers_too_large: bool) -> None:
+        self.refused.append(headers_too_large)
+        super().bad_request(headers_too_large)
+
+
+class BadRequestsTests(SynchronousTestCase):
+    """
+    L{HTTPChannel} answers malformed requests from
+    C{_respondToBadRequestAndDisconnect}, after counting their header bytes
+    in C{_receivedHeaderSize} and their headers in C{_receivedHeaderCount}.
+    """
+
+    def exchange(self, data: bytes) -> tuple[list[bool], bytes]:
+        site = _site(_Answering())
+        site.protocol = _Refusing  # type: ignore[assignment]
+        transport = StringTransport()
+        channel = site.buildProtocol(None)
+        channel.refused = []
+        channel.makeConnection(transport)
+        channel.dataReceived(data)
+        return channel.refused, transport.value()
+
+    def test_the_private_names(self) -> None:
+        channel = _private("twisted.web.http", "HTTPChannel")
+        for name in (
+            "_respondToBadRequestAndDisconnect",
+            "_receivedHeaderSize",
+            "_receivedHeaderCount",
+        ):
+            self.assertTrue(hasattr(channel, name), f"{UPGRADE}HTTPChannel.{name}")
+
+    def test_malformed(self) -> None:
+        for data in (
+            b"NONSENSE\r\n\r\n",
+            b"GET / HTTP/1.1\r\nNo colon\r\n\r\n",
+            b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n",
+        ):
+            refused, wire = self.exchange(data)
+            self.assertEqual(refused, [False], UPGRADE + repr(data))
+            self.assertEqual(wire, b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+    def test_headers_too_large(self) -> None:
+        many = b"".join(b"X-%d: %s\r\n" % (n, b"a" * 100) for n in range(200))
+        tiny = b"".join(b"X-%d: a\r\n" % n for n in range(501))
+        for data in (many, tiny):
+            refused, _ = self.exchange(b"GET / HTTP/1.1\r\n" + data + b"\r\n")
+            self.assertEqual(refused, [True], UPGRADE + "header limits not counted")
+
+    def test_good_requests(self) -> None:
+        refused, wire = self.exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(refused, [])
+        self.assertTrue(wire.startswith(b"HTTP/1.1 200 OK"))

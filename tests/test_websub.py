@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from attrs import frozen
 from treq.testing import StubTreq
-from twisted.internet import defer, task
+from twisted.internet import defer, reactor, task
 from twisted.internet.defer import Deferred
 from twisted.internet.error import ConnectionRefusedError
 from twisted.internet.testing import MemoryReactorClock
-from twisted.logger import formatEvent, globalLogPublisher
+from twisted.logger import LogLevel, formatEvent, globalLogPublisher
 from twisted.python.failure import Failure
-from twisted.trial.unittest import SynchronousTestCase
+from twisted.trial.unittest import SynchronousTestCase, TestCase
 from twisted.web._newclient import ResponseNeverReceived
 from twisted.web.test.requesthelper import DummyRequest
 
@@ -31,8 +33,11 @@ from reviewsd.websub import (
     HubConfig,
     HubRequest,
     HubResource,
+    HubUnavailable,
+    TooManySubscriptions,
     parse_hub_request,
 )
+from reviewsd.websub import store as store_module
 from reviewsd.websub.hub import redact, signature, with_query
 from reviewsd.websub.outbound import (
     AddressRefused,
@@ -40,8 +45,9 @@ from reviewsd.websub.outbound import (
     OutboundPolicy,
     OutboundTimeout,
 )
+from reviewsd.websub.quota import address_scope, callback_scope, registrable_domain
 from reviewsd.websub.requests import normalize_url
-from reviewsd.websub.store import HubStore, SynchronousPool
+from reviewsd.websub.store import SCHEMA_VERSION, HubStore, SynchronousPool
 from tests.support.dns import StubResolver
 from tests.support.websub import Subscriber
 
@@ -115,6 +121,21 @@ class RequestParsingTests(SynchronousTestCase):
             )
         )
         self.assertEqual(request.callback, "https://sub.example/~user/cb?x=%2F")
+
+    def test_bracketed_hosts_are_ipv6(self) -> None:
+        """A bracketed host that is no IPv6 address is a 400, not a 500 or a name."""
+        for callback in ("https://[zz]/cb", "https://[v1.x]/cb", "https://[::1/cb"):
+            with self.assertRaises(BadHubRequest, msg=callback) as caught:
+                parse(form(hub_mode="subscribe", hub_topic=ATOM, hub_callback=callback))
+            self.assertIn("valid host", str(caught.exception))
+        request = parse(
+            form(
+                hub_mode="subscribe",
+                hub_topic=ATOM,
+                hub_callback="https://[2001:db8::1]/cb",
+            )
+        )
+        self.assertEqual(request.callback, "https://[2001:db8::1]/cb")
 
     def test_unsubscribe_ignores_lease_and_secret(self) -> None:
         request = parse(
@@ -250,6 +271,51 @@ def etag(body: bytes) -> bytes:
     return b'"' + hashlib.sha256(body).hexdigest()[:22].encode() + b'"'
 
 
+class QuotaTests(SynchronousTestCase):
+    """What the per-server cap counts a callback against."""
+
+    def test_registrable_domain(self) -> None:
+        for name, domain in [
+            ("example.com", "example.com"),
+            ("a.b.example.com", "example.com"),
+            ("WWW.Example.COM.", "example.com"),
+            ("shop.example.co.uk", "example.co.uk"),
+            ("example.co.uk", "example.co.uk"),
+            ("x.example.com.au", "example.com.au"),
+            ("a.example.ne.jp", "example.ne.jp"),
+            ("a.co.example", "co.example"),  # not a country code: two labels
+            ("a.b.io", "b.io"),
+            ("localhost", "localhost"),
+        ]:
+            self.assertEqual(registrable_domain(name), domain, name)
+
+    def test_address_scope(self) -> None:
+        for address, scope in [
+            ("127.0.0.1", "loopback addresses"),
+            ("127.9.9.9", "loopback addresses"),
+            ("::1", "loopback addresses"),
+            ("::ffff:127.0.0.2", "loopback addresses"),
+            ("8.8.8.8", "the address 8.8.8.8"),
+            ("::ffff:8.8.8.8", "the address 8.8.8.8"),
+            ("64:ff9b::808:808", "the address 8.8.8.8"),
+            ("2002:808:808::1", "the address 8.8.8.8"),
+            ("10.0.0.1", "the address 10.0.0.1"),
+            ("2606:4700::1111", "the network 2606:4700::/64"),
+            ("2606:4700::ffff:1:2", "the network 2606:4700::/64"),
+            ("fe80::1%eth0", "the network fe80::/64"),
+        ]:
+            self.assertEqual(address_scope(address), scope, address)
+
+    def test_callback_scope(self) -> None:
+        for callback, scope in [
+            ("https://hooks.example.com:8443/a?b=c", "the domain example.com"),
+            ("https://[::1]:8443/", "loopback addresses"),
+            ("https://2130706433/", "loopback addresses"),
+            ("https://93.184.215.14/", "the address 93.184.215.14"),
+        ]:
+            self.assertEqual(callback_scope(callback), scope, callback)
+
+
 class FakeTopics:
     """A L{reviewsd.websub.TopicSource} whose content tests change."""
 
@@ -274,13 +340,16 @@ class FakeTopics:
 class Scripted:
     """
     A treq-like client: requests go to a StubTreq subscriber, except for
-    URLs told to fail with an exception or to hang.
+    URLs told to fail with an exception or to hang; answers to URLs in
+    C{addresses} say they came from that address, as the guarded client's
+    do.
     """
 
     def __init__(self, stub: StubTreq) -> None:
         self._stub = stub
         self.errors: dict[str, Exception] = {}
         self.hang: set[str] = set()
+        self.addresses: dict[str, str] = {}
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
 
     def _match(self, url: str, table: Any) -> str | None:
@@ -296,7 +365,16 @@ class Scripted:
             return defer.fail(self.errors[prefix])
         if self._match(url, self.hang) is not None:
             return Deferred()
-        return getattr(self._stub, method.lower())(url, **kwargs)  # type: ignore[no-any-return]
+        d: Deferred[Any] = getattr(self._stub, method.lower())(url, **kwargs)
+        reached = self._match(url, self.addresses)
+        if reached is not None:
+
+            def from_address(response: Any) -> Any:
+                response.address = self.addresses[reached]
+                return response
+
+            d.addCallback(from_address)
+        return d
 
     def get(self, url: str, **kwargs: Any) -> Deferred[Any]:
         return self._request("GET", url, **kwargs)
@@ -325,7 +403,7 @@ class HubTestCase(SynchronousTestCase):
             client or self.client,
             topics=self.topics,
             clock=self.clock,
-            store=HubStore(SynchronousPool(self.db)),
+            store=HubStore.synchronous(self.db),
         )
         hub.startService()
 
@@ -496,6 +574,126 @@ class VerificationTests(HubTestCase):
         self.assertIsNotNone(hub.subscription(ATOM, "https://a.example/3"))
 
 
+class ServerCapTests(HubTestCase):
+    """
+    The per-server cap counts servers, not host names: addresses of one
+    server, names of one registrable domain, and names whose verification
+    reached one address; and there is a cap on the whole hub.
+    """
+
+    def refused(self, callback: str, hub: Hub | None = None) -> str:
+        failure = self.failureResultOf(
+            (hub or self.hub).accept(HubRequest("subscribe", ATOM, callback)),
+            TooManySubscriptions,
+        )
+        return str(failure.value)
+
+    def test_loopback_addresses_are_one_server(self) -> None:
+        """127.0.0.1, 127.0.0.2, [::1] and [::ffff:127.0.0.1] share a cap."""
+        self.restart(max_per_host=2)
+        self.request(callback="https://127.0.0.1/a")
+        self.request(callback="https://127.0.0.2/b")
+        for callback in (
+            "https://127.0.0.3/c",
+            "https://[::1]/d",
+            "https://[::ffff:127.0.0.1]/e",
+            "https://2130706433/f",
+        ):
+            self.assertIn("loopback addresses", self.refused(callback))
+        # another server is not held back
+        self.request(callback="https://8.8.8.8/a")
+        self.assertEqual(len(self.hub.subscriptions()), 3)
+
+    def test_an_address_in_any_form(self) -> None:
+        """An IPv4 address counts the same in its IPv6 forms; IPv6 by /64."""
+        self.restart(max_per_host=1)
+        self.request(callback="https://8.8.8.8/a")
+        self.assertIn("8.8.8.8", self.refused("https://[::ffff:8.8.8.8]/b"))
+        self.client.hang.add("https://[2606:4700::1]/")  # pending counts too
+        self.request(callback="https://[2606:4700::1]/a")
+        self.assertIn("2606:4700::/64", self.refused("https://[2606:4700::ffff:2]/b"))
+        self.client.hang.add("https://[2606:4700:0:1::1]/")
+        self.request(callback="https://[2606:4700:0:1::1]/a")
+        self.assertEqual(len(self.hub.pending()), 2)
+
+    def test_names_count_by_registrable_domain(self) -> None:
+        """Wildcard DNS gives no more room: every name under a domain shares it."""
+        self.restart(max_per_host=2)
+        self.request(callback="https://a.hooks.example/1")
+        self.request(callback="https://b.hooks.example/1")
+        message = self.refused("https://c.d.hooks.example/1")
+        self.assertIn("the domain hooks.example", message)
+        self.assertIn("2 subscriptions", message)
+        self.request(callback="https://www.shop.co.uk/1")
+        self.request(callback="https://shop.co.uk/2")
+        self.assertIn("shop.co.uk", self.refused("https://x.shop.co.uk/3"))
+        self.request(callback="https://other.co.uk/1")
+
+    def test_names_of_one_server_are_counted_once_verified(self) -> None:
+        """
+        Names under different domains that reach one address hold its
+        server's share: a verification reaching a full server is denied.
+        """
+        self.restart(max_per_host=2)
+        for n in range(4):
+            self.client.addresses[f"https://name{n}.example/"] = "8.8.4.4"
+            self.request(callback=f"https://name{n}.example/hook")
+        self.assertEqual(
+            sorted(s.callback for s in self.hub.subscriptions()),
+            ["https://name0.example/hook", "https://name1.example/hook"],
+        )
+        self.assertEqual(self.hub.pending(), [])
+        denials = [g for g in self.gets("/hook") if g.param("hub.mode") == "denied"]
+        self.assertEqual(len(denials), 2)
+        self.assertIn("the address 8.8.4.4", denials[0].param("hub.reason") or "")
+        # a literal of that server is refused at once; renewals keep their place
+        self.assertIn("8.8.4.4", self.refused("https://8.8.4.4/x"))
+        self.request(callback="https://name0.example/hook", lease=3600)
+        subscription = self.hub.subscription(ATOM, "https://name0.example/hook")
+        assert subscription is not None
+        self.assertEqual(subscription.lease_seconds, 3600)
+
+    def test_the_server_survives_a_restart(self) -> None:
+        """The address a subscription was verified at is stored with it."""
+        self.restart(max_per_host=1)
+        self.client.addresses["https://one.example/"] = "9.9.9.9"
+        self.request(callback="https://one.example/hook")
+        hub = self.restart(max_per_host=1)
+        subscription = hub.subscription(ATOM, "https://one.example/hook")
+        assert subscription is not None
+        self.assertEqual(subscription.address, "9.9.9.9")
+        self.assertIn("9.9.9.9", self.refused("https://9.9.9.9/x", hub))
+
+    def test_overall_cap(self) -> None:
+        hub = self.restart(max_subscriptions=3)
+        for n in range(2):
+            self.request(callback=f"https://s{n}.example/hook")
+        self.client.hang.add("https://pending.example/")
+        self.request(callback="https://pending.example/hook")
+        message = self.refused("https://s9.example/hook", hub)
+        self.assertIn("This hub already holds 3 subscriptions", message)
+        # renewals are not new; a removed subscription frees its place
+        self.request(callback="https://s0.example/hook")
+        self.request("unsubscribe", callback="https://s1.example/hook")
+        self.request(callback="https://s9.example/hook")
+        self.assertIsNotNone(hub.subscription(ATOM, "https://s9.example/hook"))
+
+    def test_counts_follow_removals(self) -> None:
+        """Every way a subscription or request ends gives its place back."""
+        self.restart(max_per_host=1)
+        self.subscriber.verify_answer["/no"] = lambda c: (404, b"")
+        self.request(callback="https://a.example/no")  # not verified
+        self.request(callback="https://a.example/yes")
+        self.request("unsubscribe", callback="https://a.example/yes")
+        self.request(callback="https://a.example/again", lease=300)
+        self.clock.advance(400)  # lease expired
+        self.request(callback="https://a.example/last")
+        self.assertEqual(
+            [s.callback for s in self.hub.subscriptions()],
+            ["https://a.example/last"],
+        )
+
+
 class DeliveryTests(HubTestCase):
     def test_delivery(self) -> None:
         """
@@ -654,6 +852,16 @@ class DeliveryTests(HubTestCase):
             [method for method, _, _ in self.client.calls],
             ["GET", "POST", "POST", "POST"],
         )
+
+    def test_publish_logs_the_subscribers_in_words(self) -> None:
+        """One subscriber is a subscriber, not "1 subscribers"."""
+        self.request()
+        events: list[dict[str, Any]] = []
+        globalLogPublisher.addObserver(events.append)
+        self.addCleanup(globalLogPublisher.removeObserver, events.append)
+        self.successResultOf(self.hub.publish(ATOM))
+        lines = [formatEvent(e) for e in events if "subscribers" in e]
+        self.assertEqual(lines, [f"Publishing {ATOM} to 1 WebSub subscriber"])
 
     def test_unknown_topic_publishes_nothing(self) -> None:
         self.request()
@@ -845,6 +1053,227 @@ class PersistenceTests(HubTestCase):
         self.assertEqual(self.clock.getDelayedCalls(), [])
 
 
+OLD_SCHEMA = """
+CREATE TABLE subscriptions (
+    topic TEXT NOT NULL, callback TEXT NOT NULL, lease_seconds INTEGER NOT NULL,
+    expires REAL NOT NULL, secret BLOB, failures INTEGER NOT NULL DEFAULT 0,
+    acknowledged BLOB, PRIMARY KEY (topic, callback));
+CREATE TABLE verifications (
+    topic TEXT NOT NULL, callback TEXT NOT NULL, id TEXT NOT NULL,
+    mode TEXT NOT NULL CHECK (mode IN ('subscribe', 'unsubscribe')),
+    lease_seconds INTEGER, secret BLOB, requested REAL NOT NULL,
+    PRIMARY KEY (topic, callback));
+"""
+"""The schema of the first stores (version 1), before addresses were kept."""
+
+
+def old_store(path: Path, subscriptions: int, version: int = 1) -> None:
+    """A version 1 store holding C{subscriptions} subscriptions."""
+    connection = sqlite3.connect(path)
+    connection.executescript(OLD_SCHEMA)
+    connection.executemany(
+        "INSERT INTO subscriptions VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (ATOM, f"https://s{n}.example/", 3600, 4e9, None, 0, None)
+            for n in range(subscriptions)
+        ],
+    )
+    connection.execute(f"PRAGMA user_version = {version}")
+    connection.commit()
+    connection.close()
+
+
+class StoreFileTests(TestCase):
+    """
+    The store's file, with the real reactor and worker threads: a new one
+    is whole from the start, an older one is brought up to date, and one
+    that is not a usable store is refused and left as it is, with the hub
+    unavailable, saying why, and the rest of the service unaffected.
+    """
+
+    def setUp(self) -> None:
+        directory = Path(self.mktemp()).resolve()
+        directory.mkdir(parents=True)
+        self.path = directory / "websub.sqlite3"
+        self.events: list[dict[str, Any]] = []
+        globalLogPublisher.addObserver(self.events.append)
+        self.addCleanup(globalLogPublisher.removeObserver, self.events.append)
+
+    def hub(self) -> Hub:
+        hub = Hub(
+            HubConfig(hub_url=HUB, topics=TOPICS),
+            Scripted(StubTreq(Subscriber())),
+            store_path=self.path,
+            topics=FakeTopics(),
+            clock=reactor,
+        )
+        hub.startService()
+        self.addCleanup(lambda: hub.stopService() if hub.running else None)
+        return hub
+
+    @defer.inlineCallbacks
+    def refused(self, problem: str) -> Any:
+        """Start a hub on the file: it is unavailable, saying C{problem}."""
+        before = self.path.read_bytes() if self.path.is_file() else None
+        hub = self.hub()
+        failure = yield self.assertFailure(hub.ready(), HubUnavailable)
+        self.assertEqual(hub.state, "unavailable")
+        assert hub.problem is not None
+        self.assertIn(str(self.path), hub.problem)
+        self.assertIn(problem, hub.problem)
+        self.assertIn(problem, str(failure))
+        [error] = [e for e in self.events if e.get("log_level") == LogLevel.error]
+        self.assertEqual(error["path"], str(self.path))
+        self.assertIn(problem, formatEvent(error))
+        self.assertIn("503", formatEvent(error))
+        self.assertNotIn("log_failure", error)  # one line, no traceback
+        accepted = hub.accept(HubRequest("subscribe", ATOM, CALLBACK))
+        yield self.assertFailure(accepted, HubUnavailable)
+        if before is not None:
+            self.assertEqual(self.path.read_bytes(), before, "the file was changed")
+        return hub
+
+    @defer.inlineCallbacks
+    def test_new_store_is_whole(self) -> Any:
+        """
+        Right after start, the main file alone (no write-ahead log: what a
+        crash or a careless copy may leave) holds the schema.
+        """
+        hub = self.hub()
+        yield hub.ready()
+        self.assertEqual(hub.state, "up")
+        copy = self.path.with_name("copy.sqlite3")
+        shutil.copyfile(self.path, copy)
+        connection = sqlite3.connect(copy)
+        self.addCleanup(connection.close)
+        tables = connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+        ).fetchall()
+        self.assertEqual(tables, [("subscriptions",), ("verifications",)])
+        self.assertEqual(
+            connection.execute("PRAGMA user_version").fetchone(), (SCHEMA_VERSION,)
+        )
+        self.assertEqual(self.path.stat().st_mode & 0o777, 0o600)
+        self.assertEqual(list(self.path.parent.glob(".*.new")), [])
+
+    def test_empty_file(self) -> Any:
+        """A zero-length file is refused: never an empty hub in its place."""
+        self.path.touch()
+        return self.refused("is empty (0 bytes)")
+
+    def test_not_sqlite(self) -> Any:
+        self.path.write_bytes(b"garbage " * 1000)
+        return self.refused("cannot be read as a SQLite database")
+
+    def test_a_directory(self) -> Any:
+        self.path.mkdir()
+        return self.refused("is a directory")
+
+    def test_other_tables(self) -> Any:
+        connection = sqlite3.connect(self.path)
+        connection.execute("CREATE TABLE notes (text TEXT)")
+        connection.commit()
+        connection.close()
+        return self.refused("is not a WebSub hub store of a known schema")
+
+    def test_no_tables(self) -> Any:
+        connection = sqlite3.connect(self.path)
+        connection.execute("PRAGMA user_version = 7")
+        connection.execute("PRAGMA user_version = 0")
+        connection.commit()
+        connection.close()
+        return self.refused("holds no tables")
+
+    def test_newer_schema(self) -> Any:
+        old_store(self.path, 1, version=SCHEMA_VERSION + 1)
+        return self.refused("was written by a newer reviewsd")
+
+    @defer.inlineCallbacks
+    def test_older_schema_brought_up_to_date(self) -> Any:
+        """The subscriptions of an older store are kept, and stored anew."""
+        old_store(self.path, 25)
+        hub = self.hub()
+        yield hub.ready()
+        self.assertEqual(len(hub.subscriptions()), 25)
+        yield hub.stopService()
+        connection = sqlite3.connect(self.path)
+        self.addCleanup(connection.close)
+        self.assertEqual(
+            connection.execute("PRAGMA user_version").fetchone(), (SCHEMA_VERSION,)
+        )
+        columns = [r[1] for r in connection.execute("PRAGMA table_info(subscriptions)")]
+        self.assertEqual(columns[-1], "address")
+
+    def test_log_without_its_store(self) -> Any:
+        """A write-ahead log without its main file may hold subscriptions."""
+        Path(f"{self.path}-wal").write_bytes(b"x" * 100)
+        return self.refused("is missing, but its write-ahead log")
+
+
+class StorePreparationTests(SynchronousTestCase):
+    """Creating the file: a crash part-way leaves no file at all."""
+
+    def test_crash_before_the_rename(self) -> None:
+        directory = Path(self.mktemp())
+        directory.mkdir()
+        path = directory / "websub.sqlite3"
+
+        def crash(source: Any, destination: Any) -> None:
+            raise OSError("the power went out")
+
+        self.patch(store_module.os, "rename", crash)
+        self.assertRaises(OSError, store_module.prepare, path)
+        self.assertEqual(list(directory.iterdir()), [])
+
+    def test_write_failures_make_the_hub_unavailable(self) -> None:
+        """A commit that fails shows in the hub's state until one succeeds."""
+        directory = Path(self.mktemp())
+        directory.mkdir()
+        pools: list[Flaky] = []
+
+        def connect(path: Path) -> Flaky:
+            pools.append(Flaky(SynchronousPool(path)))
+            return pools[-1]
+
+        store = HubStore(directory / "websub.sqlite3", connect, store_module._run_here)
+        clock = task.Clock()
+        hub = Hub(
+            HubConfig(hub_url=HUB, topics=TOPICS),
+            Scripted(StubTreq(Subscriber())),
+            topics=FakeTopics(),
+            clock=clock,
+            store=store,
+        )
+        hub.startService()
+        self.addCleanup(hub.stopService)
+        self.assertEqual(hub.state, "up")
+        pools[0].broken = True
+        self.failureResultOf(hub.accept(HubRequest("subscribe", ATOM, CALLBACK)))
+        self.assertEqual(hub.state, "unavailable")
+        self.assertIn("cannot write its store", hub.problem or "")
+        self.assertIn(str(directory / "websub.sqlite3"), hub.problem or "")
+        self.flushLoggedErrors(sqlite3.OperationalError)
+        pools[0].broken = False
+        self.successResultOf(hub.accept(HubRequest("subscribe", ATOM, CALLBACK)))
+        self.assertEqual((hub.state, hub.problem), ("up", None))
+
+
+class Flaky:
+    """A pool whose writes fail while C{broken}."""
+
+    def __init__(self, pool: SynchronousPool) -> None:
+        self._pool = pool
+        self.broken = False
+
+    def runInteraction(self, interaction: Any, *args: Any) -> Deferred[Any]:
+        if self.broken:
+            return defer.fail(sqlite3.OperationalError("disk I/O error"))
+        return self._pool.runInteraction(interaction, *args)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
 class ResourceTests(HubTestCase):
     def setUp(self) -> None:
         super().setUp()
@@ -908,6 +1337,20 @@ class ResourceTests(HubTestCase):
         self.assertEqual(code, 403)
         self.assertIn(b"subscriber.example", body)
 
+    def test_too_many_for_the_hub(self) -> None:
+        self.restart(max_subscriptions=1)
+        self.http = StubTreq(HubResource(self.hub))
+        self.post(form(hub_mode="subscribe", hub_topic=ATOM, hub_callback=CALLBACK))
+        code, body, _ = self.post(
+            form(
+                hub_mode="subscribe",
+                hub_topic=ATOM,
+                hub_callback="https://other.example/",
+            )
+        )
+        self.assertEqual(code, 403)
+        self.assertIn(b"This hub already holds 1 subscriptions", body)
+
     def test_not_running(self) -> None:
         self.successResultOf(self.hub.stopService())
         code, _, response = self.post(
@@ -924,6 +1367,73 @@ class ResourceTests(HubTestCase):
             self.assertEqual(document["error"], "method_not_allowed")
         head = self.successResultOf(self.http.head(HUB))
         self.assertEqual(head.code, 405)
+
+
+class RefusedAddressTests(HubTestCase):
+    """
+    A callback on an address the outbound client would refuse gets 400 at
+    once, saying why: the client's address policy decides, so there is one
+    definition of refused. Names are still accepted, and judged when looked
+    up.
+    """
+
+    def resource(self, **policy: Any) -> StubTreq:
+        reactor = MemoryReactorClock()
+        self.resolver = StubResolver({"internal.example": ["10.0.0.8"]})
+        client = GuardedClient(reactor, OutboundPolicy(**policy), self.resolver)
+        self.restart(client)
+        return StubTreq(HubResource(self.hub))
+
+    def post(self, http: StubTreq, callback: str) -> tuple[int, bytes]:
+        response = self.successResultOf(
+            http.post(
+                HUB,
+                data=form(hub_mode="subscribe", hub_topic=ATOM, hub_callback=callback),
+                headers={b"Content-Type": [FORM]},
+            )
+        )
+        return response.code, self.successResultOf(response.content())
+
+    def test_refused_classes(self) -> None:
+        http = self.resource()
+        for callback, named in [
+            ("https://127.0.0.1/hook", b"loopback"),
+            ("https://127.0.0.2:8443/hook", b"loopback"),
+            ("https://10.1.2.3/hook", b"private"),
+            ("https://192.168.0.1/hook", b"private"),
+            ("https://169.254.169.254/latest/meta-data/", b"cloud metadata"),
+            ("https://169.254.1.1/", b"link-local"),
+            ("https://0.0.0.0/", b"unspecified"),
+            ("https://224.0.0.1/", b"multicast"),
+            ("https://240.0.0.1/", b"reserved"),
+            ("https://[::1]/hook", b"loopback"),
+            ("https://[fe80::1]/hook", b"link-local"),
+            ("https://[fd00::1]/hook", b"unique-local"),
+            ("https://[::ffff:10.0.0.1]/hook", b"IPv4-mapped private"),
+            ("https://[::ffff:169.254.169.254]/", b"IPv4-mapped cloud metadata"),
+            ("https://2130706433/hook", b"loopback"),
+            ("https://0x7f.1/hook", b"loopback"),
+        ]:
+            code, body = self.post(http, callback)
+            self.assertEqual(code, 400, callback)
+            self.assertIn(b"(" + named + b")", body, callback)
+            self.assertIn(b"never calls back", body)
+        self.assertEqual(self.hub.pending(), [])
+        self.assertEqual(self.resolver.asked, [])
+
+    def test_names_and_public_addresses_are_accepted(self) -> None:
+        http = self.resource()
+        self.assertEqual(self.post(http, "https://internal.example/hook")[0], 202)
+        self.assertEqual(self.post(http, "https://8.8.8.8/hook")[0], 202)
+
+    def test_allow_private(self) -> None:
+        """The daemon's --allow-private-callbacks admits loopback, not metadata."""
+        http = self.resource(allow_private=True)
+        self.assertEqual(self.post(http, "https://127.0.0.1/hook")[0], 202)
+        self.assertEqual(self.post(http, "https://[::ffff:10.0.0.1]/hook")[0], 202)
+        code, body = self.post(http, "https://169.254.169.254/")
+        self.assertEqual(code, 400)
+        self.assertIn(b"cloud metadata", body)
 
 
 class SecretTests(HubTestCase):

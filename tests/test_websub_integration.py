@@ -6,6 +6,7 @@ the real daemon, and the hub assembled in this process.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -31,6 +32,7 @@ from reviewsd.websub.outbound import GuardedClient, OutboundPolicy
 from reviewsd.websub.topics import SnapshotTopics
 from tests.support import Holder, review, write_data
 from tests.support.daemon import TWISTD, DaemonTestCase, _Daemon, environment, free_port
+from tests.support.systemd import NotifySocket, short_temp_dir
 from tests.support.tls import TLSFiles, listen_https
 from tests.support.websub import Subscriber
 
@@ -68,7 +70,9 @@ class StatefulDaemonTestCase(DaemonTestCase):
     """
 
     @defer.inlineCallbacks
-    def start_with_state(self, base: str, state: Path, *argv: str) -> Any:
+    def start_with_state(
+        self, base: str, state: Path, *argv: str, env: dict[str, str] | None = None
+    ) -> Any:
         self.base = base
         self.client = HTTPClient(Agent(reactor))
         workdir = Path(self.mktemp()).resolve()
@@ -86,7 +90,7 @@ class StatefulDaemonTestCase(DaemonTestCase):
                 str(state),
                 *argv,
             ],
-            env=environment(),
+            env=environment() if env is None else env,
             path=str(workdir),
         )
         self.daemon, self.process = daemon, process
@@ -115,12 +119,10 @@ class StatefulDaemonTestCase(DaemonTestCase):
         yield self.daemon.ended
 
 
-class DaemonHubTests(StatefulDaemonTestCase):
+class HubDaemonTestCase(StatefulDaemonTestCase):
     """
     The real C{twistd -n reviewsd}: C{--callback-ca} and
-    C{--allow-private-callbacks} let it call back a loopback subscriber. New
-    content reaches subscribers by live reload, and by the catch-up after a
-    restart with changed data.
+    C{--allow-private-callbacks} let it call back a loopback subscriber.
     """
 
     timeout = 120
@@ -137,7 +139,9 @@ class DaemonHubTests(StatefulDaemonTestCase):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
 
-    def start_daemon(self) -> defer.Deferred[Any]:
+    def start_daemon(
+        self, *argv: str, env: dict[str, str] | None = None
+    ) -> defer.Deferred[Any]:
         return self.start_with_state(
             self.base,
             self.state,
@@ -148,6 +152,8 @@ class DaemonHubTests(StatefulDaemonTestCase):
             "--callback-ca",
             str(self.tls.ca_path),
             "--allow-private-callbacks",
+            *argv,
+            env=env,
         )
 
     @defer.inlineCallbacks
@@ -157,6 +163,13 @@ class DaemonHubTests(StatefulDaemonTestCase):
         response = yield self.client.post(self.base + HUB_PATH, data=form)
         body = yield response.content()
         return response.code, body
+
+
+class DaemonHubTests(HubDaemonTestCase):
+    """
+    New content reaches subscribers by live reload, and by the catch-up
+    after a restart with changed data.
+    """
 
     @defer.inlineCallbacks
     def test_subscribe_deliver_unsubscribe_across_restarts(self) -> Any:
@@ -291,12 +304,118 @@ class DaemonHubTests(StatefulDaemonTestCase):
         )
         self.assertEqual(code, 400)
         self.assertIn(b"hub.topic", body)
+        code, body = yield self.hub_request(
+            "subscribe",
+            self.base + ATOM_FEED_PATH,
+            "https://169.254.169.254/latest/meta-data/",
+        )
+        self.assertEqual(code, 400)
+        self.assertIn(b"(cloud metadata)", body)
         response = yield self.client.post(self.base + HUB_PATH, data=b"{}")
         self.assertEqual(response.code, 415)
         response = yield self.client.get(self.base + HUB_PATH)
         self.assertEqual(response.code, 405)
         self.assertEqual((yield response.json())["error"], "method_not_allowed")
         self.assertEqual(self.subscriber.seen, [])
+
+    @defer.inlineCallbacks
+    def test_one_server_under_several_names(self) -> Any:
+        """
+        The loopback subscriber under 127.0.0.1, 127.0.0.2 and localhost
+        is one server: with one subscription per server, the second
+        address is refused at once (403) and the name, which the hub must
+        look up, is denied once its verification reaches the same server.
+        """
+        yield self.start_daemon("--max-subscriptions-per-host", "1")
+        topic = self.base + ATOM_FEED_PATH
+        port = self.listening.getHost().port
+        code, _ = yield self.hub_request("subscribe", topic, self.callback_base + "/a")
+        self.assertEqual(code, 202)
+        yield wait(self.subscriber.wait_for(lambda: self.subscriber.verifications >= 1))
+        yield settle()
+        code, body = yield self.hub_request(
+            "subscribe", topic, f"https://127.0.0.2:{port}/b"
+        )
+        self.assertEqual(code, 403)
+        self.assertIn(b"loopback addresses", body)
+        code, _ = yield self.hub_request(
+            "subscribe", topic, f"https://localhost:{port}/c"
+        )
+        self.assertEqual(code, 202)
+        yield wait(
+            self.subscriber.wait_for(
+                lambda: any(
+                    s.param("hub.mode") == "denied"
+                    for s in self.subscriber.requests(b"GET", "/c")
+                )
+            )
+        )
+        metrics = yield (yield self.client.get(self.base + "/metrics")).text()
+        self.assertIn('\nreviewsd_websub_subscriptions{state="active"} 1.0\n', metrics)
+
+
+class BrokenStoreDaemonTests(HubDaemonTestCase):
+    """
+    The real daemon on a state directory whose hub store is not a usable
+    store: the data is served, systemd gets READY=1 with a STATUS= line
+    saying the hub is unavailable, /healthz says degraded and why, the
+    metrics say the hub is down, the log has one error line naming the
+    file, and the file is left as it was.
+    """
+
+    @defer.inlineCallbacks
+    def broken_start(self, content: bytes) -> Any:
+        self.state.mkdir(parents=True)
+        self.store = self.state / "websub.sqlite3"
+        self.store.write_bytes(content)
+        directory = short_temp_dir(self)
+        notifications = NotifySocket(os.path.join(directory, "notify"))
+        self.addCleanup(notifications.close)
+        env = environment()
+        env["NOTIFY_SOCKET"] = notifications.path
+        yield self.start_daemon(env=env)
+        self.notified = yield notifications.wait()
+        response = yield self.client.get(self.base + "/healthz")
+        self.health = yield response.json()
+        self.assertEqual(response.code, 200, self.health)
+        code, self.hub_answer = yield self.hub_request(
+            "subscribe", self.base + ATOM_FEED_PATH, self.callback_base + "/x"
+        )
+        self.assertEqual(code, 503, self.hub_answer)
+        self.assertEqual(self.store.read_bytes(), content)
+
+    @defer.inlineCallbacks
+    def test_garbage(self) -> Any:
+        yield self.broken_start(b"this is not a database\n" * 100)
+        self.assertEqual(self.health["status"], "degraded")
+        self.assertEqual(self.health["hub"], "unavailable")
+        self.assertIn(str(self.store), self.health["hub_problem"])
+        self.assertIn("not a database", self.health["hub_problem"])
+        self.assertIs(self.health["data_loaded"], True)
+
+        metrics = yield (yield self.client.get(self.base + "/metrics")).text()
+        self.assertIn("\nreviewsd_websub_hub_up 0.0\n", metrics)
+        self.assertNotIn("\nreviewsd_websub_subscriptions{", metrics)
+        self.assertIn("\nreviewsd_data_loaded 1.0\n", metrics)
+
+        [ready] = self.notified
+        self.assertTrue(ready.startswith(b"READY=1\nSTATUS=Serving 5 reviews on "))
+        status = ready.split(b"\n")[1].decode()
+        self.assertIn("; the WebSub hub is unavailable: its store ", status)
+        self.assertIn(str(self.store), status)
+        output = self.daemon.output.decode()
+        self.assertIn(
+            f"The WebSub hub is unavailable: its store {self.store} cannot be read",
+            output,
+        )
+        self.assertNotIn("Traceback", output)
+
+    @defer.inlineCallbacks
+    def test_empty_file(self) -> Any:
+        """A zero-length store is refused, not taken for an empty hub."""
+        yield self.broken_start(b"")
+        self.assertEqual(self.health["status"], "degraded")
+        self.assertIn("is empty (0 bytes)", self.health["hub_problem"])
 
 
 # --- the hub assembled in this process --------------------------------------

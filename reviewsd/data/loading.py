@@ -35,6 +35,11 @@ REVIEWS_LINES = "reviews.jsonl"
 INSIGHTS = "insights.json"
 
 DEMO_DATA = Path(__file__).parent.parent / "demo"
+DEMO_CHANGED = 1794528000.0
+"""When the demo data last changed: 2026-11-13, the date of its newest review."""
+
+#: The deepest nesting of the business's fields, which are published as given.
+DEPTH_MAX = 100
 
 
 class DataError(Exception):
@@ -98,7 +103,13 @@ class Sources:
         return (self.business, self.reviews, *extra)
 
     def last_modified(self) -> float:
-        """When the data last changed on disk: the newest file's mtime."""
+        """
+        When the data last changed on disk: the newest file's mtime; for the
+        bundled demo, whose files are as old as its installation, the date
+        of its newest review, L{DEMO_CHANGED}.
+        """
+        if self.business.parent.resolve() == DEMO_DATA.resolve():
+            return DEMO_CHANGED
         return max(os.stat(path).st_mtime for path in self.paths)
 
 
@@ -129,18 +140,34 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+def _located(path: Path, error: json.JSONDecodeError, line_offset: int) -> DataError:
+    return DataError(
+        path,
+        f"invalid JSON: {error.msg}",
+        line=error.lineno + line_offset,
+        column=error.colno,
+    )
+
+
 def _decode(path: Path, text: str, *, line_offset: int = 0) -> Any:
+    """
+    One JSON value, by the standard library; nesting deeper than the stack
+    allows it (a thousand levels less the caller's) goes to orjson, which
+    takes up to 1,024 levels and says where deeper nesting starts, so that
+    any depth gives a value or the one-line located error.
+    """
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
-        raise DataError(
-            path,
-            f"invalid JSON: {e.msg}",
-            line=e.lineno + line_offset,
-            column=e.colno,
-        ) from None
+        raise _located(path, e, line_offset) from None
     except ValueError as e:
         raise DataError(path, f"invalid JSON: {e}") from None
+    except RecursionError:
+        pass
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        raise _located(path, e, line_offset) from None
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -172,6 +199,29 @@ def _parse(path: Path, raw: bytes, *, line_offset: int = 0) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         return _decode(path, raw.decode("utf-8"), line_offset=line_offset)
+
+
+def _shallow(path: Path, value: Any) -> Any:
+    """
+    C{value}, unless it nests deeper than L{DEPTH_MAX}: what is published as
+    the operator wrote it (the business's own fields) must be shallow enough
+    for every renderer, which recurses.
+    """
+    if not isinstance(value, dict):
+        return value
+    for key, item in value.items():
+        stack = [(item, 1)]
+        while stack:
+            node, level = stack.pop()
+            if level > DEPTH_MAX:
+                raise DataError(
+                    path, f"nests values deeper than {DEPTH_MAX} levels", field=key
+                )
+            if isinstance(node, dict):
+                stack += ((v, level + 1) for v in node.values())
+            elif isinstance(node, list):
+                stack += ((v, level + 1) for v in node)
+    return value
 
 
 def _digest(raw: bytes) -> bytes:
@@ -240,7 +290,10 @@ class Reader:
         sources = find_sources(directory)
         try:
             business = business_from_json(
-                _decode(sources.business, _read_text(sources.business))
+                _shallow(
+                    sources.business,
+                    _decode(sources.business, _read_text(sources.business)),
+                )
             )
         except InvalidField as e:
             raise DataError(sources.business, e.message, field=e.field) from None

@@ -283,6 +283,78 @@ def _insights_schema() -> dict[str, Any]:
     }
 
 
+def _rpc_request_schema() -> dict[str, Any]:
+    """
+    What C{/mcp} takes: a JSON-RPC 2.0 request or notification, or a
+    response to the server. Only the envelope is checked at the HTTP level;
+    a method's params are checked by the method, and its complaints come back
+    as JSON-RPC errors in a 200 answer.
+    """
+    rpc_id = {"type": ["integer", "string"]}
+    return {
+        "oneOf": [
+            {
+                "type": "object",
+                "description": (
+                    "A request (with id) or a notification (without); "
+                    "initialize is the one request needing no session."
+                ),
+                "required": ["jsonrpc", "method"],
+                "properties": {
+                    "jsonrpc": {"const": "2.0"},
+                    "id": rpc_id,
+                    "method": {"type": "string", "examples": ["tools/list"]},
+                    "params": {"description": "Checked by the method."},
+                },
+            },
+            {
+                "type": "object",
+                "description": "A response to the server: accepted and ignored.",
+                "required": ["jsonrpc", "id"],
+                "anyOf": [{"required": ["result"]}, {"required": ["error"]}],
+                "not": {"required": ["method"]},
+                "properties": {
+                    "jsonrpc": {"const": "2.0"},
+                    "id": rpc_id,
+                    "result": {},
+                    "error": {},
+                },
+            },
+        ]
+    }
+
+
+def _rpc_response_schema() -> dict[str, Any]:
+    """What C{/mcp} answers: a result, or an error."""
+    return {
+        "type": "object",
+        "required": ["jsonrpc", "id"],
+        "additionalProperties": False,
+        "oneOf": [{"required": ["result"]}, {"required": ["error"]}],
+        "properties": {
+            "jsonrpc": {"const": "2.0"},
+            "id": {
+                "type": ["integer", "string", "null"],
+                "description": (
+                    "The request's id; null when the request could not be read "
+                    "far enough to know it (JSON-RPC 2.0, section 5)."
+                ),
+            },
+            "result": {"type": "object"},
+            "error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "additionalProperties": False,
+                "properties": {
+                    "code": {"type": "integer"},
+                    "message": {"type": "string"},
+                    "data": {},
+                },
+            },
+        },
+    }
+
+
 _NULLABLE_URL = {"type": ["string", "null"], "format": "uri"}
 _DATE = {"type": "string", "format": "date"}
 _NON_BLANK = "\\S"
@@ -548,26 +620,8 @@ SCHEMAS: dict[str, Any] = {
         ]
     },
     "Insights": _insights_schema(),
-    "JsonRpcMessage": {
-        "type": "object",
-        "required": ["jsonrpc"],
-        "properties": {
-            "jsonrpc": {"const": "2.0"},
-            "id": {"type": ["integer", "string"]},
-            "method": {"type": "string"},
-            "params": {"type": "object"},
-            "result": {"type": "object"},
-            "error": {
-                "type": "object",
-                "required": ["code", "message"],
-                "properties": {
-                    "code": {"type": "integer"},
-                    "message": {"type": "string"},
-                    "data": {},
-                },
-            },
-        },
-    },
+    "JsonRpcRequest": _rpc_request_schema(),
+    "JsonRpcResponse": _rpc_response_schema(),
 }
 
 _VALIDATORS = {
@@ -709,9 +763,16 @@ def _search_path() -> dict[str, Any]:
                 "Filters combine with AND. Unknown parameters are ignored; "
                 "a repeated or empty parameter is a 400."
             ),
-            "parameters": _search_parameters(),
+            "parameters": [*_search_parameters(), *_CONDITIONAL],
             "responses": {
-                "200": _json(_ref("SearchResult"), "The matching reviews."),
+                "200": {
+                    **_json(_ref("SearchResult"), "The matching reviews."),
+                    "headers": _VALIDATORS,
+                },
+                "304": {
+                    "description": "Not modified: the validator matched.",
+                    "headers": _VALIDATORS,
+                },
                 "400": _INVALID,
             },
         }
@@ -748,17 +809,38 @@ def _since_path() -> dict[str, Any]:
     }
 
 
-def _header(name: str) -> dict[str, Any]:
+MCP_PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
+"""The MCP protocol versions C{/mcp} speaks, newest first."""
+
+
+def _header(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
     return {
         "name": name,
         "in": "header",
         "required": False,
-        "schema": {"type": "string"},
+        "description": description,
+        "schema": schema,
     }
 
 
 def _rpc(description: str) -> dict[str, Any]:
-    return _json(_ref("JsonRpcMessage"), description)
+    return _json(_ref("JsonRpcResponse"), description)
+
+
+def _mcp_parameters() -> list[dict[str, Any]]:
+    return [
+        _header(
+            "Mcp-Session-Id",
+            {"type": "string"},
+            "The id `initialize` returned; every message but `initialize` "
+            "needs it (400 without, 404 for an unknown or expired one).",
+        ),
+        _header(
+            "MCP-Protocol-Version",
+            {"enum": list(MCP_PROTOCOL_VERSIONS)},
+            "The protocol version `initialize` agreed; another value is a 400.",
+        ),
+    ]
 
 
 def _mcp_path() -> dict[str, Any]:
@@ -767,43 +849,160 @@ def _mcp_path() -> dict[str, Any]:
             "operationId": "mcp",
             "summary": "Model Context Protocol server, streamable HTTP.",
             "description": (
-                "JSON-RPC 2.0. `initialize` returns an `Mcp-Session-Id` header "
-                "that every later request carries; notifications are "
-                "answered 202 with no body."
+                "JSON-RPC 2.0, one message per request. `initialize` returns an "
+                "`Mcp-Session-Id` header that every later message carries; "
+                "notifications and responses are answered 202 with no body. "
+                "A request's own errors (unknown method, invalid params or tool "
+                "arguments) are JSON-RPC errors in a 200 answer."
             ),
-            "parameters": [_header("Mcp-Session-Id"), _header("MCP-Protocol-Version")],
+            "parameters": _mcp_parameters(),
             "requestBody": {
                 "required": True,
-                "content": {JSON: {"schema": _ref("JsonRpcMessage")}},
+                "content": {JSON: {"schema": _ref("JsonRpcRequest")}},
             },
             "responses": {
-                "200": _rpc("The JSON-RPC response."),
+                "200": {
+                    **_rpc("The JSON-RPC response: a result or an error."),
+                    "headers": {
+                        "Mcp-Session-Id": {
+                            "description": "The new session, on the answer to "
+                            "`initialize`.",
+                            "schema": {"type": "string", "pattern": "^[!-~]+$"},
+                        }
+                    },
+                },
                 "202": {"description": "A notification or response, accepted."},
                 "400": _rpc(
-                    "Malformed JSON, a missing session id or protocol version."
+                    "Malformed JSON, not a JSON-RPC 2.0 message, a batch, a "
+                    "missing session id or an unsupported protocol version."
                 ),
                 "403": _rpc("A foreign Origin."),
-                "404": _rpc("An unknown or ended session."),
-                "406": _rpc("Accept does not allow JSON."),
+                "404": _rpc("An unknown or expired session."),
+                "406": _rpc(
+                    "Accept does not allow both application/json and text/event-stream."
+                ),
                 "413": _rpc("The body is too large."),
+                "415": _rpc("The body is not application/json."),
             },
-        }
+        },
+        "delete": {
+            "operationId": "mcpEndSession",
+            "summary": "End an MCP session.",
+            "parameters": [
+                {
+                    **_mcp_parameters()[0],
+                    "required": True,
+                    "description": "The session to end.",
+                }
+            ],
+            "responses": {
+                "204": {"description": "The session is ended."},
+                "400": _rpc("No Mcp-Session-Id header."),
+                "403": _rpc("A foreign Origin."),
+                "404": _rpc("An unknown or expired session."),
+            },
+        },
     }
+
+
+CALLBACK_MAX_LENGTH = 2048
+SECRET_MAX_BYTES = 199
+"""WebSub 5.1: C{hub.secret} MUST be less than 200 bytes."""
+LEASE_MAX = 10**18 - 1
+
+_DNS_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_H16 = "[0-9A-Fa-f]{1,4}"
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_LS32 = rf"(?:{_H16}:{_H16}|{_OCTET}(?:\.{_OCTET}){{3}})"
+_IPV6 = "|".join(
+    # RFC 3986's IPv6address, one alternative per line of its grammar
+    [
+        rf"(?:{_H16}:){{6}}{_LS32}",
+        rf"::(?:{_H16}:){{5}}{_LS32}",
+        rf"(?:{_H16})?::(?:{_H16}:){{4}}{_LS32}",
+        rf"(?:(?:{_H16}:)?{_H16})?::(?:{_H16}:){{3}}{_LS32}",
+        rf"(?:(?:{_H16}:){{0,2}}{_H16})?::(?:{_H16}:){{2}}{_LS32}",
+        rf"(?:(?:{_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}",
+        rf"(?:(?:{_H16}:){{0,4}}{_H16})?::{_LS32}",
+        rf"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}",
+        rf"(?:(?:{_H16}:){{0,6}}{_H16})?::",
+    ]
+)
+_PORT = (
+    "(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}"
+    "|655[0-2][0-9]|6553[0-5])"
+)
+CALLBACK_PATTERN = (
+    "^https://"
+    rf"(?:(?:{_DNS_LABEL}\.)*{_DNS_LABEL}\.?|\[(?:{_IPV6})\])"
+    rf"(?::{_PORT})?"
+    # then any visible ASCII but # and \
+    r"""(?:[/?][!"$-\[\]-~]*)?$"""
+)
+"""
+The callbacks the hub takes: absolute https URLs in visible ASCII, naming a
+host (DNS labels, or an IPv6 literal) and a port other than 0, with no
+user information or fragment. A name's limit of 253 characters is said in
+words: a pattern counting it costs fuzzers minutes per example.
+"""
 
 
 def _hub_form(links: Links) -> dict[str, Any]:
-    """A subscription request's form fields; the topics are this deployment's."""
-    return {
+    """
+    A subscription request's form fields; the topics are this deployment's.
+    An unsubscribe request's lease and secret are ignored (WebSub 5.1), so
+    only a subscribe request constrains them.
+    """
+    common = {
+        "hub.callback": {
+            "type": "string",
+            "maxLength": CALLBACK_MAX_LENGTH,
+            "pattern": CALLBACK_PATTERN,
+            "description": (
+                "An absolute https URL, without user information or fragment, "
+                "whose host name is at most 253 characters. On a daemon without "
+                "--allow-private-callbacks, an IP literal in a refused class "
+                "(loopback, private, link-local, ...) is a 400; a name is "
+                "resolved and checked when the hub verifies."
+            ),
+        },
+        "hub.topic": {"enum": [links.atom_feed, links.json_feed, links.reviews]},
+    }
+    required = ["hub.callback", "hub.mode", "hub.topic"]
+    subscribe = {
         "type": "object",
-        "required": ["hub.callback", "hub.mode", "hub.topic"],
+        "required": required,
         "properties": {
-            "hub.callback": {"type": "string", "format": "uri", "pattern": "^https://"},
-            "hub.mode": {"enum": ["subscribe", "unsubscribe"]},
-            "hub.topic": {"enum": [links.atom_feed, links.json_feed, links.reviews]},
-            "hub.lease_seconds": {"type": "integer", "minimum": 1},
-            "hub.secret": {"type": "string", "maxLength": 199},
+            **common,
+            "hub.mode": {"const": "subscribe"},
+            "hub.lease_seconds": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": LEASE_MAX,
+                "description": "Asked for; the hub grants within its bounds.",
+            },
+            "hub.secret": {
+                "type": "string",
+                "maxLength": SECRET_MAX_BYTES,
+                "description": (
+                    f"At most {SECRET_MAX_BYTES} bytes in UTF-8 (WebSub 5.1: less "
+                    "than 200 bytes), so fewer characters when some are not "
+                    "ASCII: a longer secret is a 400. Empty means none."
+                ),
+            },
         },
     }
+    unsubscribe = {
+        "type": "object",
+        "required": required,
+        "properties": {
+            **common,
+            "hub.mode": {"const": "unsubscribe"},
+            "hub.lease_seconds": {"type": "string", "description": "Ignored."},
+            "hub.secret": {"type": "string", "description": "Ignored."},
+        },
+    }
+    return {"oneOf": [subscribe, unsubscribe]}
 
 
 def _plain(description: str) -> dict[str, Any]:
@@ -832,7 +1031,13 @@ def _hub_path(links: Links) -> dict[str, Any]:
                     )
                 },
                 "400": _plain("Why the request was refused."),
+                "403": _plain(
+                    "The callback's server, or the hub in all, holds as many "
+                    "subscriptions as it may."
+                ),
+                "413": _plain("The body is too large."),
                 "415": _plain("Not application/x-www-form-urlencoded."),
+                "503": _plain("The hub's store is unavailable; Retry-After says when."),
             },
         }
     }
@@ -877,6 +1082,18 @@ def _paths(links: Links) -> dict[str, Any]:
     }
 
 
+ANY_OPERATION = (
+    "Answers any operation may give: a method a path does not take is a 405 "
+    "with `Allow`, and `OPTIONS` on a GET path (a CORS preflight) a 204; a "
+    "request line over 16 KiB is a 414 (`uri_too_long`), a header line over "
+    "16 KiB, headers over 16 KiB in all or more than 500 headers a 431 "
+    "(`headers_too_large`), and an HTTP/1.1 request without `Host` a 400 "
+    "(`bad_request`). JSON and text answers of GET operations are gzipped "
+    "for a client that accepts it, and carry `Vary: Accept-Encoding`."
+)
+"""What the HTTP layer answers for every path, said once for all of them."""
+
+
 def openapi_document(links: Links) -> dict[str, Any]:
     """The description, with C{servers} naming this deployment's base URL."""
     return {
@@ -889,8 +1106,8 @@ def openapi_document(links: Links) -> dict[str, Any]:
                 "A public, read-only service: the whole dataset, feeds, search, "
                 "incremental sync, an MCP server and a WebSub hub. No "
                 "authentication; an Authorization header is ignored. Errors are "
-                "JSON objects with `error` and `message`. "
-                f"Served by reviewsd {__version__.public()}."
+                "JSON objects with `error` and `message`.\n\n"
+                f"{ANY_OPERATION} Served by reviewsd {__version__.public()}."
             ),
             "license": {"name": "MIT", "identifier": "MIT"},
         },

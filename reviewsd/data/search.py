@@ -246,7 +246,7 @@ class SearchQuery:
                     Issue(
                         (name,),
                         "empty",
-                        f"{name} is empty; leave it out or give a value",
+                        f"{name} must not be empty",
                     )
                 )
                 continue

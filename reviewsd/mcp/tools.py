@@ -3,9 +3,10 @@ The MCP tools: what an assistant can ask this server, with the schemas of
 what it sends and gets back.
 
 Every tool reads the current snapshot and nothing else. Arguments that break
-a tool's input schema raise L{ToolCallError} (JSON-RPC -32602, naming the
-argument); valid arguments that find nothing give a result with C{isError}
-and a text that lists what exists, so that the assistant can try again.
+a tool's input schema (checked as JSON Schema reads it, L{reviewsd.mcp.schema})
+raise L{ToolCallError} (JSON-RPC -32602, naming the argument); valid
+arguments that find nothing give a result with C{isError} and a text that
+lists what exists, so that the assistant can try again.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
-from attrs import frozen
+from attrs import field, frozen
 
 from reviewsd.data.documents import to_json
 from reviewsd.data.links import INSIGHTS_PATH
@@ -31,6 +32,7 @@ from reviewsd.data.search import (
     date_parameter,
 )
 from reviewsd.data.snapshot import Snapshot, SnapshotSource
+from reviewsd.mcp.schema import NOT_BLANK, check_arguments, check_schema
 
 
 class ToolCallError(Exception):
@@ -43,6 +45,14 @@ class ToolCallError(Exception):
 
 class NotFound(Exception):
     """Valid arguments that match nothing: an C{isError} result, not a fault."""
+
+
+def _invalid(error: InvalidParameters) -> ToolCallError:
+    """Bad arguments, each named, in the shape of the HTTP search's issues."""
+    return ToolCallError(
+        "Invalid arguments: " + "; ".join(i.message for i in error.issues),
+        {"issues": [i.as_json() for i in error.issues]},
+    )
 
 
 def _self_contained(schema: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +105,7 @@ def _text(description: str, maximum: int = NAME_MAX_LENGTH) -> dict[str, Any]:
         "type": "string",
         "minLength": 1,
         "maxLength": maximum,
+        "pattern": NOT_BLANK,
         "description": description,
     }
 
@@ -125,7 +136,9 @@ class Tool:
     name: str
     title: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: dict[str, Any] = field(
+        validator=lambda _tool, _attribute, schema: check_schema(schema)
+    )
     output_schema: dict[str, Any]
     run: Callable[[Snapshot, Mapping[str, Any]], bytes]
 
@@ -154,10 +167,7 @@ def _search(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
     try:
         query = SearchQuery.from_arguments(arguments)
     except InvalidParameters as e:
-        raise ToolCallError(
-            "Invalid arguments: " + "; ".join(i.message for i in e.issues),
-            {"issues": [i.as_json() for i in e.issues]},
-        ) from None
+        raise _invalid(e) from None
     return snapshot.search(query)
 
 
@@ -166,10 +176,7 @@ def _since(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
         day = date_parameter("date", arguments.get("date"))
         limit = SearchQuery.from_arguments({"limit": arguments.get("limit")}).limit
     except InvalidParameters as e:
-        raise ToolCallError(
-            "Invalid arguments: " + "; ".join(i.message for i in e.issues),
-            {"issues": [i.as_json() for i in e.issues]},
-        ) from None
+        raise _invalid(e) from None
     count = snapshot.since_count(day)
     returned = min(count, limit)
     return b'{"since":"%s","count":%d,"returned":%d,"reviews":[%s]}' % (
@@ -547,7 +554,11 @@ class Tools:
         if not isinstance(arguments, dict):
             raise ToolCallError("Invalid arguments: arguments must be an object.")
         try:
-            payload = tool.run(self._source.snapshot, arguments)
+            checked = check_arguments(tool.input_schema, arguments)
+        except InvalidParameters as e:
+            raise _invalid(e) from None
+        try:
+            payload = tool.run(self._source.snapshot, checked)
         except NotFound as e:
             return b'{"content":[{"type":"text","text":%s}],"isError":true}' % to_json(
                 str(e)

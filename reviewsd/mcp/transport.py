@@ -24,7 +24,9 @@ from twisted.web.server import Request
 
 from reviewsd import __version__
 from reviewsd.data.documents import to_json
+from reviewsd.logs import bounded, loggable_text
 from reviewsd.mcp.tools import ToolCallError, ToolRegistry
+from reviewsd.web.errors import method_not_allowed
 from reviewsd.web.negotiation import accepts_all
 
 log = Logger()
@@ -44,6 +46,11 @@ _LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 @define
 class Session:
+    """
+    @ivar client: the client's C{clientInfo.name}, cut at
+        L{reviewsd.logs.CLIENT_TEXT_MAX} characters.
+    """
+
     id: str
     protocol_version: str
     client: str
@@ -76,7 +83,7 @@ class Sessions:
             # 256 random bits, visible ASCII as the transport requires
             id=secrets.token_urlsafe(32),
             protocol_version=protocol_version,
-            client=client,
+            client=bounded(client),
             last_seen=self._clock.seconds(),
         )
         self._sessions[session.id] = session
@@ -128,6 +135,10 @@ def _error(request_id: Any, code: int, message: str, data: Any = None) -> bytes:
     return to_json({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}".lower()
@@ -159,6 +170,16 @@ class MCPResource(Resource):
         }
 
     # --- HTTP ---------------------------------------------------------------
+
+    def render(self, request: Request) -> bytes | int:
+        """
+        Every method: those without a C{render_} method get this service's
+        JSON 405 (twisted.web would answer an HTML 501 or 405).
+        """
+        if getattr(self, "render_" + request.method.decode("ascii"), None) is None:
+            return method_not_allowed(request, _ALLOW)
+        result: bytes | int = super().render(request)
+        return result
 
     def _origin_allowed(self, request: Request) -> bool:
         origin = request.getHeader(b"origin")
@@ -308,9 +329,13 @@ class MCPResource(Resource):
 
     def _parse(self, raw: bytes) -> dict[str, Any]:
         try:
-            message = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
+            message = json.loads(raw, parse_constant=_reject_constant)
+        except ValueError as e:  # UnicodeDecodeError and JSONDecodeError among them
             raise _Refusal(400, PARSE_ERROR, f"Parse error: {e}") from None
+        except RecursionError:
+            raise _Refusal(
+                400, PARSE_ERROR, "Parse error: the JSON is nested too deeply."
+            ) from None
         if isinstance(message, list):
             raise _Refusal(
                 400,
@@ -369,7 +394,7 @@ class MCPResource(Resource):
         request.setHeader(b"Mcp-Session-Id", session.id.encode("ascii"))
         log.info(
             "MCP session opened for {client} (protocol {version})",
-            client=session.client or "an unnamed client",
+            client=loggable_text(session.client) or "an unnamed client",
             version=version,
         )
         return to_json(

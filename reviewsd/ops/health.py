@@ -5,11 +5,17 @@ balancers, probes and people; the same figures feed the metrics.
 200 while the service serves data; 503 before any data is loaded and while
 it stops (the listener is closed and requests in flight are finishing), so
 that a balancer stops sending it requests.
+
+A WebSub hub that is unavailable (its store unusable) does not make the
+answer 503: the data is served, and a balancer should keep sending reads.
+The status is C{degraded} instead, and C{hub} and C{hub_problem} say what
+is wrong, for monitoring to alert on (as on the C{reviewsd_websub_hub_up}
+metric).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from attrs import frozen
 from twisted.internet.interfaces import IReactorTime
@@ -17,8 +23,20 @@ from twisted.web.resource import Resource
 from twisted.web.server import Request
 
 from reviewsd.data.documents import to_json
-from reviewsd.data.links import HEALTH_PATH, REVIEWS_PATH, rfc3339
-from reviewsd.web.errors import json_error
+from reviewsd.data.links import REVIEWS_PATH, rfc3339
+from reviewsd.web.errors import method_not_allowed
+
+
+class HubStatus(Protocol):
+    """What health reads of the WebSub hub (L{reviewsd.websub.Hub})."""
+
+    @property
+    def state(self) -> str:
+        """C{starting}, C{up}, C{unavailable} or C{stopping}."""
+
+    @property
+    def problem(self) -> str | None:
+        """Why it is unavailable, naming the file at fault."""
 
 
 @frozen
@@ -64,27 +82,42 @@ def data_status(source: Any, started: float) -> DataStatus:
 
 class HealthResource(Resource):
     """
-    The health answer, as JSON: C{status} (C{ok}, C{starting}, C{stopping}),
-    C{data_loaded}, C{reviews}, C{loaded_at} and C{snapshot_age_seconds},
-    C{data_modified} and C{data_age_seconds}, C{reloads},
-    C{reload_failures}.
+    The health answer, as JSON: C{status} (C{ok}, C{degraded}, C{starting},
+    C{stopping}), C{data_loaded}, C{reviews}, C{loaded_at} and
+    C{snapshot_age_seconds}, C{data_modified} and C{data_age_seconds},
+    C{reloads}, C{reload_failures}, and with a hub C{hub} (its state) and
+    C{hub_problem}.
     """
 
     isLeaf = True
 
-    def __init__(self, source: Any, clock: IReactorTime, started: float) -> None:
+    def __init__(
+        self,
+        source: Any,
+        clock: IReactorTime,
+        started: float,
+        hub: HubStatus | None = None,
+    ) -> None:
         super().__init__()
         self._source = source
         self._clock = clock
         self._started = started
+        self._hub = hub
+
+    def _status(self, loaded: bool, stopping: bool) -> str:
+        if stopping:
+            return "stopping"
+        if not loaded:
+            return "starting"
+        if self._hub is not None and self._hub.state == "unavailable":
+            return "degraded"
+        return "ok"
 
     def answer(self, stopping: bool = False) -> tuple[int, dict[str, Any]]:
         now = self._clock.seconds()
         status = data_status(self._source, self._started)
         body: dict[str, Any] = {
-            "status": "stopping"
-            if stopping
-            else ("ok" if status.loaded else "starting"),
+            "status": self._status(status.loaded, stopping),
             "data_loaded": status.loaded,
             "reviews": status.reviews,
             "loaded_at": rfc3339(status.loaded_at),
@@ -98,6 +131,9 @@ class HealthResource(Resource):
             "reloads": status.reloads,
             "reload_failures": status.reload_failures,
         }
+        if self._hub is not None:
+            body["hub"] = self._hub.state
+            body["hub_problem"] = self._hub.problem
         return (200 if status.loaded and not stopping else 503), body
 
     def render_GET(self, request: Request) -> bytes:
@@ -115,11 +151,5 @@ class HealthResource(Resource):
     def render(self, request: Request) -> bytes:
         if request.method in (b"GET", b"HEAD"):
             return self.render_GET(request)
-        request.setHeader(b"Allow", b"GET, HEAD")
-        return json_error(
-            request,
-            405,
-            "method_not_allowed",
-            f"{request.method.decode('latin-1')} is not allowed on {HEALTH_PATH}; "
-            "use GET.",
-        )
+        # OPTIONS preflights are answered in front of this resource
+        return method_not_allowed(request, b"GET, HEAD, OPTIONS")

@@ -27,7 +27,8 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web.http import Request
-from twisted.web.resource import IResource
+from twisted.web.resource import IResource, Resource
+from twisted.web.server import Request as ServerRequest
 
 from reviewsd.mcp.tools import Tool, ToolCallError, Tools
 from reviewsd.ops.health import data_status
@@ -126,7 +127,7 @@ class Metrics:
 
     def resource(self) -> IResource:
         """The C{/metrics} resource: prometheus-client's own, for Twisted."""
-        return MetricsResource(self.registry)
+        return _HeadAsGet(MetricsResource(self.registry))
 
     # --- hooks --------------------------------------------------------------
 
@@ -148,6 +149,29 @@ class Metrics:
 
     def counting_client(self, client: Any) -> CountingClient:
         return CountingClient(client, self.deliveries)
+
+
+class _HeadAsGet(Resource):
+    """
+    HEAD answered as GET, without the body (Twisted leaves it out): the
+    WSGI application of prometheus-client answers HEAD 405. The method is
+    read once, as the WSGI environment is made, synchronously.
+    """
+
+    isLeaf = True
+
+    def __init__(self, wrapped: IResource) -> None:
+        super().__init__()
+        self._wrapped = wrapped
+
+    def render(self, request: ServerRequest) -> bytes | int:
+        if request.method != b"HEAD":
+            return self._wrapped.render(request)
+        request.method = b"GET"
+        try:
+            return self._wrapped.render(request)
+        finally:
+            request.method = b"HEAD"
 
 
 class _StateCollector:
@@ -214,6 +238,17 @@ class _StateCollector:
             )
 
     def _hub(self, now: float) -> Iterator[Metric]:
+        state = getattr(self.hub, "state", None)
+        if state is not None:
+            yield GaugeMetricFamily(
+                "reviewsd_websub_hub_up",
+                "1 while the WebSub hub takes requests and stores them; 0 while "
+                "it starts, stops, or is unavailable (/healthz's hub_problem and "
+                "the log say why).",
+                value=1 if state == "up" else 0,
+            )
+            if state in ("starting", "unavailable"):
+                return  # its subscriptions are not known (or not stored)
         if self.hub is not None:
             family = GaugeMetricFamily(
                 "reviewsd_websub_subscriptions",

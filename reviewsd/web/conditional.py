@@ -1,7 +1,8 @@
 """
 Conditional GET over precomputed documents: the headers of each document
 are prepared once, and a request costs a lookup, a validator comparison
-and the bytes already built.
+and the bytes already built. Answers computed per request (search, since)
+are decided the same way on validators known before their bytes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from functools import lru_cache, partial
 from twisted.web.http import stringToDatetime
 from twisted.web.server import Request
 
-from reviewsd.data.snapshot import Document, Representation
+from reviewsd.data.snapshot import JSON, Document, Representation, Validators
 from reviewsd.twisted_private import RawHeaders, raw_block, set_raw
 
 CACHE_CONTROL = b"public, max-age=5, must-revalidate"
@@ -164,3 +165,57 @@ def serve_document(request: Request, document: Document) -> bytes:
         return b""
     set_raw(request, ok)
     return b"" if request.method == b"HEAD" else representation.body
+
+
+_validated: dict[tuple[bytes, bytes], RawHeaders] = {}
+"""The headers of every answer about a computed answer, by ETag and date."""
+_content: dict[tuple[bool, int], RawHeaders] = {}
+"""The headers a 200 adds, by encoding and length."""
+
+
+def check_computed(request: Request, validators: Validators) -> tuple[bool, bool]:
+    """
+    Choose the representation of a computed JSON answer for C{request} and
+    set the headers every answer about it carries: C{(gzipped, unchanged)},
+    where C{unchanged} means the answer is a 304, its code set, whose
+    bytes need not be made.
+    """
+    gzipped = validators.gzip_etag is not None and accepts_gzip(
+        request.getHeader(b"accept-encoding")
+    )
+    etag = validators.gzip_etag if gzipped else validators.etag
+    assert etag is not None
+    key = (etag, validators.http_date)
+    always = _validated.get(key)
+    if always is None:
+        if len(_validated) >= 4096:
+            _validated.clear()
+        always = _validated[key] = raw_block(
+            *_SHARED_HEADERS,
+            (b"ETag", etag),
+            (b"Last-Modified", validators.http_date),
+        )
+    set_raw(request, always)
+    if not_modified(request, etag, validators.last_modified):
+        request.setResponseCode(304)
+        return gzipped, True
+    return gzipped, False
+
+
+def send_computed(request: Request, body: bytes, gzipped: bool) -> bytes:
+    """
+    Set the headers of a 200 carrying C{body}, chosen by L{check_computed},
+    and return what to send: C{body}, or nothing for HEAD.
+    """
+    key = (gzipped, len(body))
+    block = _content.get(key)
+    if block is None:
+        if len(_content) >= 4096:
+            _content.clear()
+        block = _content[key] = raw_block(
+            (b"Content-Type", JSON),
+            (b"Content-Encoding", b"gzip" if gzipped else None),
+            (b"Content-Length", b"%d" % len(body)),
+        )
+    set_raw(request, block)
+    return b"" if request.method == b"HEAD" else body

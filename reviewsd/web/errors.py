@@ -9,6 +9,7 @@ from typing import Any
 
 from twisted.logger import Logger
 from twisted.python.failure import Failure
+from twisted.web.http import RESPONSES
 from twisted.web.iweb import IRequest
 
 from reviewsd.data.documents import to_json
@@ -24,6 +25,26 @@ def json_error(
     request.setHeader(b"Content-Type", b"application/json")
     request.setHeader(b"Cache-Control", b"no-store")
     return to_json({"error": error, "message": message, **extra})
+
+
+_REASONS = {414: b"URI Too Long", 431: b"Request Header Fields Too Large"}
+
+
+def closing_error(code: int, error: str, message: str) -> bytes:
+    """
+    A whole answer in the shape of L{json_error}, closing the connection:
+    for a request too malformed to become a request object (its line or
+    headers could not be read), answered by the connection itself.
+    """
+    body = to_json({"error": error, "message": message})
+    reason = _REASONS.get(code) or RESPONSES.get(code, b"Error")
+    return (
+        b"HTTP/1.1 %d %s\r\n"
+        b"Content-Type: application/json\r\n"
+        b"Cache-Control: no-store\r\n"
+        b"Content-Length: %d\r\n"
+        b"Connection: close\r\n\r\n%s" % (code, reason, len(body), body)
+    )
 
 
 def request_path(request: IRequest) -> str:

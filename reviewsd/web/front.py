@@ -11,7 +11,7 @@ from twisted.web.http import NOT_MODIFIED
 from twisted.web.resource import IResource, Resource
 from twisted.web.server import NOT_DONE_YET, Request
 
-from reviewsd.data.links import HOME_PATH, SEARCH_PATH, SINCE_PATH
+from reviewsd.data.links import HEALTH_PATH, HOME_PATH, SEARCH_PATH, SINCE_PATH
 from reviewsd.data.snapshot import SnapshotSource
 from reviewsd.twisted_private import raw_block, set_raw
 from reviewsd.web.conditional import serve_document
@@ -27,6 +27,13 @@ from reviewsd.web.routes import ReviewsAPI
 _READ_METHODS = b"GET, HEAD, OPTIONS"
 _CORS = raw_block((b"Access-Control-Allow-Origin", b"*"))
 _SINCE_PREFIX = SINCE_PATH + "/"
+_READ_ONLY_MOUNTS = frozenset({HEALTH_PATH})
+"""
+Mounted resources read with GET alone, answered like the documents for
+CORS: C{Access-Control-Allow-Origin} on GET and HEAD, OPTIONS preflights.
+(C{/metrics} is for Prometheus, not web pages; C{/mcp} and the hub answer
+their own.)
+"""
 
 
 def _decodable(request: Request) -> bool:
@@ -120,7 +127,7 @@ class Front(Resource):
         path = request.path.decode("latin-1")
         resource = self._resources.get(path)
         if resource is not None:
-            return resource.render(request)
+            return _mounted(request, path, resource)
         if getattr(request, "too_large", False):
             # (only a CappedRequest is ever too large, and it has its limit)
             return json_error(
@@ -154,6 +161,8 @@ class Front(Resource):
                 direct = self._direct(request, path)
                 if direct is not None:
                     return direct
+            elif method == b"OPTIONS" and _computed(path):
+                return _sent(request, _preflight(request))
             return self._klein_resource.render(request)
         if method in (b"GET", b"HEAD"):
             body = serve_document(request, document)
@@ -165,8 +174,28 @@ class Front(Resource):
         return _sent(request, body)
 
 
+def _computed(path: str) -> bool:
+    """Whether C{path} is a GET route of L{ReviewsAPI}: search or since."""
+    if path == SEARCH_PATH:
+        return True
+    return path.startswith(_SINCE_PREFIX) and "/" not in path[len(_SINCE_PREFIX) :]
+
+
+def _mounted(request: Request, path: str, resource: IResource) -> bytes | int:
+    """A mounted resource's answer, with the CORS of the read-only ones."""
+    if path in _READ_ONLY_MOUNTS:
+        if request.method == b"OPTIONS":
+            return _sent(request, _preflight(request))
+        if request.method in (b"GET", b"HEAD"):
+            set_raw(request, _CORS)
+    return resource.render(request)
+
+
 def _preflight(request: Request) -> bytes:
-    """The answer to OPTIONS on a document, a CORS preflight most often."""
+    """
+    The answer to OPTIONS on a GET route (a document, search, since,
+    C{/healthz}), a CORS preflight most often.
+    """
     request.setResponseCode(204)
     for name, value in (
         (b"Allow", _READ_METHODS),
@@ -189,7 +218,8 @@ class PathMap(Resource):
         self._resources = resources
 
     def render(self, request: Request) -> bytes | int:
-        resource = self._resources.get(request.path.decode("latin-1"))
+        path = request.path.decode("latin-1")
+        resource = self._resources.get(path)
         if resource is None:
             return not_found(request)
-        return resource.render(request)
+        return _mounted(request, path, resource)

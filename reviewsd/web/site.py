@@ -11,18 +11,28 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar, cast
 
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IAddress, ITCPTransport
+from twisted.internet.interfaces import (
+    IAddress,
+    IDelayedCall,
+    IPushProducer,
+    ITCPTransport,
+)
 from twisted.internet.protocol import connectionDone
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web import http
-from twisted.web.http import HTTPChannel
 from twisted.web.resource import IResource
 from twisted.web.server import Request, Site
 
 from reviewsd.data.links import HUB_PATH, MCP_PATH, SEARCH_PATH, SINCE_PATH
 from reviewsd.data.snapshot import SnapshotSource
-from reviewsd.twisted_private import pending_target
+from reviewsd.twisted_private import (
+    BadRequests,
+    hold_parsing,
+    pending_target,
+    resume_parsing,
+)
+from reviewsd.web.errors import closing_error, json_error
 from reviewsd.web.front import Front, PathMap
 from reviewsd.web.routes import ReviewsAPI
 
@@ -41,6 +51,12 @@ IDLE_TIMEOUT = 60.0
 
 RECEIVE_TIMEOUT = 30.0
 """Seconds a client has to send a whole request, headers and body."""
+
+PIPELINE_BURST = 16
+"""
+Pipelined requests answered in a row on one connection before the others
+get their turn (at the reactor's next iteration).
+"""
 
 
 T = TypeVar("T")
@@ -144,6 +160,18 @@ class CappedRequest(Request):
             self.responseHeaders.setRawHeaders(b"Connection", [b"close"])
         super().requestReceived(command, path, version)
 
+    def process(self) -> None:
+        """Answer the request; an HTTP/1.1 one without Host is a 400 (RFC 9112)."""
+        if self.clientproto != b"HTTP/1.1" or self.requestHeaders.hasHeader(b"host"):
+            super().process()
+            return
+        body = json_error(
+            self, 400, "bad_request", "An HTTP/1.1 request must have a Host header."
+        )
+        self.setHeader(b"Content-Length", b"%d" % len(body))
+        self.write(body)
+        self.finish()
+
     def finish(self) -> None:
         try:
             super().finish()
@@ -157,11 +185,28 @@ class CappedRequest(Request):
             self._site.in_flight.discard(self)
 
 
-class ReviewsChannel(HTTPChannel):
+class ReviewsChannel(BadRequests):
     """
     An HTTP/1.1 connection that its site knows of, so that stopping can
     close it once its answer is sent, and that knows since when a request
     has been arriving on it, so that a client that trickles one is cut off.
+
+    It answers pipelined requests only as fast as its client reads them:
+    once the transport holds more unsent bytes than its buffer size (it
+    then pauses this channel, its producer), the requests read and not yet
+    answered wait, and the socket is not read, until the client has taken
+    the answers (the transport resumes this channel). Twisted's channel
+    pauses reading there, but goes on answering every pipelined request it
+    has already read, each answer kept whole in the transport's buffer; a
+    client that sent a thousand and read none held a hundred megabytes. And
+    after L{PIPELINE_BURST} answers in a row, the connection waits for the
+    reactor's next iteration, so that one client's pipeline does not hold
+    the others up.
+
+    Requests too malformed to answer as requests are answered as JSON, then
+    the connection closes: 414 for a request line over L{MAX_LENGTH}, 431
+    for a header line over it or headers over C{totalHeadersSize} or
+    C{maxHeaders}, 400 for the rest.
 
     (Twisted's default wraps the channel to offer HTTP/2 when the C{h2}
     package is installed; this service does not offer HTTP/2.)
@@ -174,6 +219,11 @@ class ReviewsChannel(HTTPChannel):
     receiving_since: float | None = None
     _peer: IAddress | None = None
     _host: IAddress | None = None
+    _send_buffer_full = False
+    _held = False
+    _not_reading = False
+    _answered = 0
+    _next_turn: IDelayedCall | None = None
 
     def getPeer(self) -> IAddress:
         """
@@ -194,11 +244,19 @@ class ReviewsChannel(HTTPChannel):
         self.site.connections.add(self)
 
     def dataReceived(self, data: bytes) -> None:
+        self._answered = 0
+        if self._held and not self._not_reading:
+            # kept unparsed until the release; no more read until then
+            self._not_reading = True
+            if IPushProducer.providedBy(self.transport):
+                self.transport.pauseProducing()
         if self.receiving_since is None:
             self.receiving_since = self.site.reactor.seconds()
         super().dataReceived(data)
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
+        if self._next_turn is not None and self._next_turn.active():
+            self._next_turn.cancel()
         super().connectionLost(reason)
         self.site.connections.discard(self)
 
@@ -206,6 +264,88 @@ class ReviewsChannel(HTTPChannel):
         """Close now if no request is under way, else after its answer."""
         self.persistent = False
         if not self.requests:
+            self.loseConnection()
+
+    # --- answering no faster than the client reads ------------------------
+
+    def pauseProducing(self) -> None:
+        """The transport holds more than its buffer size: the client lags."""
+        self._send_buffer_full = True
+        super().pauseProducing()
+
+    def resumeProducing(self) -> None:
+        """The transport has sent everything: answer what was held."""
+        self._send_buffer_full = False
+        super().resumeProducing()
+        if self._held and self._next_turn is None:
+            self._release()
+
+    def requestDone(self, request: http.Request) -> None:
+        self._answered += 1
+        if not self._held and (
+            self._send_buffer_full or self._answered >= PIPELINE_BURST
+        ):
+            # before Twisted's requestDone, which parses what is buffered
+            self._hold()
+        super().requestDone(request)
+
+    def _hold(self) -> None:
+        """
+        Parse nothing more until the client has read, or until the next
+        turn; and read nothing more once a read comes meanwhile (not at
+        once: most clients send nothing before their answer, and pausing
+        and resuming the socket costs two system calls).
+        """
+        self._held = True
+        hold_parsing(self)
+        if not self._send_buffer_full:
+            self._next_turn = self.site.reactor.callLater(0, self._turn)
+
+    def _turn(self) -> None:
+        self._next_turn = None
+        if not self._send_buffer_full:
+            self._release()
+
+    def _release(self) -> None:
+        self._held = False
+        self._answered = 0
+        if self._not_reading:
+            self._not_reading = False
+            if IPushProducer.providedBy(self.transport):
+                self.transport.resumeProducing()
+        resume_parsing(self)
+
+    # --- requests that cannot be read -------------------------------------
+
+    def lineLengthExceeded(self, line: bytes) -> None:
+        """A line over L{MAX_LENGTH}: the request line, or a header line."""
+        if pending_target(self) is None:
+            self._refuse(
+                414,
+                "uri_too_long",
+                f"The request line is over {self.MAX_LENGTH} bytes.",
+            )
+        else:
+            self._refuse(431, "headers_too_large", self._headers_limit())
+
+    def bad_request(self, headers_too_large: bool) -> None:
+        if headers_too_large:
+            self._refuse(431, "headers_too_large", self._headers_limit())
+        else:
+            self._refuse(400, "bad_request", "The request is malformed.")
+
+    def _headers_limit(self) -> str:
+        return (
+            f"The request line and headers are limited to {self.totalHeadersSize}"
+            f" bytes, {self.maxHeaders} headers and {self.MAX_LENGTH} bytes a line."
+        )
+
+    def _refuse(self, code: int, error: str, message: str) -> None:
+        """Answer a request that cannot be read, and close the connection."""
+        self.persistent = False
+        hold_parsing(self)  # what follows is not read
+        if self.transport is not None:
+            self.transport.write(closing_error(code, error, message))
             self.loseConnection()
 
 

@@ -11,6 +11,12 @@ Hub policy beyond the letter of WebSub 7: a subscription whose callback
 fails 3 deliveries in a row is I{denied} (WebSub 5.2 allows a denial at any
 time): it is removed and its callback is told with a best-effort
 C{hub.mode=denied} request. A 410 Gone removes it at once, without notice.
+A new subscription whose verification reached a callback server that
+already holds its share (L{HubConfig.max_per_host}) is denied the same way.
+
+The hub's store may be unusable (L{StoreUnusable} at start): the hub then
+answers nothing but L{HubUnavailable}, and says why in L{Hub.state} and
+L{Hub.problem}, which health and metrics read.
 """
 
 from __future__ import annotations
@@ -32,9 +38,10 @@ from twisted.python.failure import Failure
 
 from reviewsd.data.links import topic_link_header
 from reviewsd.websub.outbound import OutboundRefused
+from reviewsd.websub.quota import address_scope, callback_scope
 from reviewsd.websub.records import Key, PendingVerification, Subscription
 from reviewsd.websub.requests import HubRequest
-from reviewsd.websub.store import HubStore
+from reviewsd.websub.store import HubStore, StoreUnusable
 
 log = Logger()
 
@@ -70,7 +77,10 @@ class HubConfig:
     @ivar lease_max: and lowered to at most this: no lease is perpetual.
     @ivar retry_base: seconds before retrying a failed delivery; doubles.
     @ivar max_per_host: subscriptions and pending requests per callback
-        host; a request for one more is refused.
+        server: per registrable domain of a name, and per address (see
+        L{reviewsd.websub.quota}); a request for one more is refused.
+    @ivar max_subscriptions: subscriptions and pending requests in all; a
+        request for one more is refused.
     @ivar max_failures: consecutive failed deliveries that deny a
         subscription.
     @ivar sweep_interval: seconds between looks for expired leases.
@@ -83,6 +93,7 @@ class HubConfig:
     lease_max: int = 2592000
     retry_base: float = 30.0
     max_per_host: int = 100
+    max_subscriptions: int = 10000
     max_failures: int = 3
     sweep_interval: float = 60.0
     user_agent: str = "reviewsd-websub-hub"
@@ -98,9 +109,15 @@ class HubConfig:
                 f"the default lease ({self.lease_default}) must be between the "
                 f"minimum ({self.lease_min}) and the maximum ({self.lease_max})"
             )
-        if self.retry_base <= 0 or self.max_per_host < 1 or self.max_failures < 1:
+        if (
+            self.retry_base <= 0
+            or self.max_per_host < 1
+            or self.max_subscriptions < 1
+            or self.max_failures < 1
+        ):
             raise ValueError(
-                "retry_base, max_per_host and max_failures must be positive"
+                "retry_base, max_per_host, max_subscriptions and max_failures "
+                "must be positive"
             )
 
     def lease_for(self, requested: int | None) -> int:
@@ -114,14 +131,27 @@ class HubUnavailable(Exception):
 
 
 class TooManySubscriptions(Exception):
-    """The callback's host already has the most subscriptions allowed."""
+    """
+    A cap is reached: the callback's server has the most subscriptions
+    allowed, or the hub has.
 
-    def __init__(self, host: str, limit: int) -> None:
-        super().__init__(
-            f"The callback host {host} already has {limit} subscriptions or "
-            "requests, the most this hub keeps for one host."
-        )
-        self.host = host
+    @ivar scope: what is full: the callback's server (as
+        L{reviewsd.websub.quota} names it), or C{None} for the whole hub.
+    """
+
+    def __init__(self, scope: str | None, limit: int) -> None:
+        if scope is None:
+            message = (
+                f"This hub already holds {limit} subscriptions and requests, "
+                "the most it keeps; try again later."
+            )
+        else:
+            message = (
+                f"Callbacks on {scope} already have {limit} subscriptions or "
+                "requests, the most this hub keeps for one callback server."
+            )
+        super().__init__(message)
+        self.scope = scope
         self.limit = limit
 
 
@@ -146,10 +176,6 @@ def with_query(url: str, parameters: list[tuple[str, str]]) -> str:
 def signature(secret: bytes, body: bytes) -> bytes:
     """The C{X-Hub-Signature} value for C{body} (WebSub 7.1, sha256)."""
     return b"sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest().encode()
-
-
-def _host(callback: str) -> str:
-    return urlsplit(callback).hostname or ""
 
 
 def _describe(failure: Failure) -> str:
@@ -195,6 +221,9 @@ class Hub(Service):
 
     @param client: any object with treq's C{get}/C{post}, such as
         L{reviewsd.websub.outbound.GuardedClient} (or C{StubTreq} in tests).
+        Its C{literal_refusal(host)}, when it has one, tells which callbacks
+        it would never contact (L{callback_refusal}); the C{address} of its
+        responses, when they have one, which server a verification reached.
     @param store_path: the SQLite file, when C{store} is not given.
     @param store: the store to use instead (tests).
     @param clock: time for leases, retries and the expiry sweep.
@@ -221,7 +250,11 @@ class Hub(Service):
         self._clock = clock
         self._subscriptions: dict[Key, Subscription] = {}
         self._pending: dict[Key, PendingVerification] = {}
-        self._hosts: dict[str, set[Key]] = {}
+        # the keys counted against each scope of the per-server cap, and
+        # the scopes of each key in a subscription or pending request
+        self._scopes: dict[str, set[Key]] = {}
+        self._key_scopes: dict[Key, frozenset[str]] = {}
+        self._problem: str | None = None
         self._outboxes: dict[Key, _Outbox] = {}
         self._inflight: set[Deferred[Any]] = set()
         self._ready: Deferred[None] | None = None
@@ -238,11 +271,26 @@ class Hub(Service):
         self._ready.addErrback(self._start_failed)
 
     def _start_failed(self, failure: Failure) -> None:
-        log.failure("The WebSub hub could not start", failure)
         self._stopping = True
+        if isinstance(failure.value, StoreUnusable):
+            unusable = failure.value
+            self._problem = f"its store {unusable}"
+            log.error(
+                "The WebSub hub is unavailable: its store {path} {problem}. The "
+                "data is served without the hub, which answers 503, until the "
+                "file is restored (or moved aside, to start with no "
+                "subscriptions) and the service restarted.",
+                path=str(unusable.path),
+                problem=unusable.problem,
+            )
+            return
+        self._problem = f"it could not start: {failure.getErrorMessage()}"
+        log.failure(
+            "The WebSub hub could not start; the data is served without it", failure
+        )
 
     async def _start(self) -> None:
-        await self._store.create()
+        await self._store.open()
         subscriptions, pending = await self._store.load()
         now = self._clock.seconds()
         expired = 0
@@ -280,7 +328,8 @@ class Hub(Service):
                 self._kick(key)
         if behind:
             log.info(
-                "Catching up {count} WebSub subscribers with content they missed",
+                "Catching up {subscribers} with content they missed",
+                subscribers=_subscribers(behind),
                 count=behind,
             )
 
@@ -316,11 +365,44 @@ class Hub(Service):
 
     async def _when_ready(self) -> None:
         if self._stopping or self._ready is None:
-            raise HubUnavailable("the WebSub hub is not running")
+            raise HubUnavailable(self._why_not_running())
         if not self._ready.called:
             await _quietly(self._ready)
         if self._stopping:
-            raise HubUnavailable("the WebSub hub is not running")
+            raise HubUnavailable(self._why_not_running())
+
+    def _why_not_running(self) -> str:
+        if self._problem is not None:
+            return f"the WebSub hub is unavailable: {self._problem}"
+        return "the WebSub hub is not running"
+
+    @property
+    def state(self) -> str:
+        """
+        C{starting}; C{up}; C{unavailable}: start-up failed, or the last
+        write to the store failed (L{problem} says why); C{stopping}.
+        """
+        if self._problem is not None:
+            return "unavailable"
+        if self._ready is None:
+            return "starting"
+        if self._stopping or not self.running:
+            return "stopping"
+        if not self._ready.called:
+            return "starting"
+        if self._store.failing is not None:
+            return "unavailable"
+        return "up"
+
+    @property
+    def problem(self) -> str | None:
+        """Why the hub is unavailable, naming its store's file; else C{None}."""
+        if self._problem is not None:
+            return self._problem
+        failing = self._store.failing
+        if failing is not None and self.state == "unavailable":
+            return f"it cannot write its store {self._store.path}: {failing}"
+        return None
 
     # --- what there is ------------------------------------------------------
 
@@ -334,18 +416,94 @@ class Hub(Service):
     def pending(self) -> list[PendingVerification]:
         return list(self._pending.values())
 
+    def callback_refusal(self, callback: str) -> str | None:
+        """
+        Why the client would refuse C{callback} without even a lookup (its
+        host is an address of a class the address policy refuses), or
+        C{None}: names are only judged once resolved.
+        """
+        refuse = getattr(self._client, "literal_refusal", None)
+        if refuse is None:
+            return None
+        why: str | None = refuse(urlsplit(callback).hostname or "")
+        return why
+
+    # --- the caps: per callback server, and in all ---------------------------
+
+    def _scopes_of(self, key: Key) -> frozenset[str]:
+        """What C{key} counts against: its URL's scope, and its server's."""
+        scopes = {callback_scope(key[1])}
+        subscription = self._subscriptions.get(key)
+        if subscription is not None and subscription.address is not None:
+            try:
+                scopes.add(address_scope(subscription.address))
+            except ValueError:
+                pass  # not an address: nothing more to count
+        return frozenset(scopes)
+
     def _index(self, key: Key) -> None:
-        self._hosts.setdefault(_host(key[1]), set()).add(key)
+        """Count C{key} (a subscription or pending request) where it belongs."""
+        self._drop(key)
+        scopes = self._scopes_of(key)
+        self._key_scopes[key] = scopes
+        for scope in scopes:
+            self._scopes.setdefault(scope, set()).add(key)
 
     def _unindex(self, key: Key) -> None:
+        """Stop counting C{key}, or what is gone of it."""
         if key in self._subscriptions or key in self._pending:
-            return
-        host = _host(key[1])
-        keys = self._hosts.get(host)
-        if keys is not None:
-            keys.discard(key)
-            if not keys:
-                del self._hosts[host]
+            self._index(key)
+        else:
+            self._drop(key)
+
+    def _drop(self, key: Key) -> None:
+        for scope in self._key_scopes.pop(key, ()):
+            keys = self._scopes.get(scope)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._scopes[scope]
+
+    def _check_room(self, callback: str) -> None:
+        """
+        @raise TooManySubscriptions: the hub, or C{callback}'s scope, holds
+            the most subscriptions and requests allowed.
+        """
+        limit = self.config.max_subscriptions
+        if len(self._key_scopes) >= limit:
+            log.warn(
+                "Refused a subscription for {callback}: the hub holds {limit} "
+                "subscriptions and requests, its most",
+                callback=redact(callback),
+                limit=limit,
+            )
+            raise TooManySubscriptions(None, limit)
+        scope = callback_scope(callback)
+        limit = self.config.max_per_host
+        if len(self._scopes.get(scope, ())) >= limit:
+            log.warn(
+                "Refused a subscription for {callback}: callbacks on {scope} have "
+                "{limit} already",
+                callback=redact(callback),
+                scope=scope,
+                limit=limit,
+            )
+            raise TooManySubscriptions(scope, limit)
+
+    def _server_full(self, key: Key, address: str | None) -> str | None:
+        """
+        The scope of the server a new subscription's verification reached,
+        when it already holds the most subscriptions; else C{None}.
+        Renewals keep their place.
+        """
+        if address is None or key in self._subscriptions:
+            return None
+        try:
+            scope = address_scope(address)
+        except ValueError:
+            return None
+        others = self._scopes.get(scope, set()) - {key}
+        return scope if len(others) >= self.config.max_per_host else None
 
     def _track(self, d: Deferred[Any]) -> Deferred[Any]:
         """Keep C{d} to cancel at stop, until it has fired."""
@@ -364,8 +522,9 @@ class Hub(Service):
         Take a well-formed request: it is stored, then verified. Fires once
         it is stored, when the answer is 202 whatever verification will find.
 
-        @raise TooManySubscriptions: (as a failure) the callback's host has
-            its fill; @raise HubUnavailable: the hub is not running.
+        @raise TooManySubscriptions: (as a failure) the callback's server,
+            or the hub, has its fill; @raise HubUnavailable: the hub is not
+            running.
         """
         return Deferred.fromCoroutine(self._accept(request))
 
@@ -381,15 +540,8 @@ class Hub(Service):
                 topic=request.topic,
             )
             return
-        host = _host(request.callback)
-        if not known and len(self._hosts.get(host, ())) >= self.config.max_per_host:
-            log.warn(
-                "Refused a subscription for {callback}: {host} has {limit} already",
-                callback=redact(request.callback),
-                host=host,
-                limit=self.config.max_per_host,
-            )
-            raise TooManySubscriptions(host, self.config.max_per_host)
+        if not known:
+            self._check_room(request.callback)
         pending = PendingVerification(
             id=secrets.token_hex(16),
             mode=request.mode,
@@ -423,7 +575,7 @@ class Hub(Service):
         answer = await self._ask_intent(pending)
         if answer is None or self._stopping:
             return
-        confirmed, outcome = answer
+        confirmed, outcome, address = answer
         key = pending.key
         if self._pending.get(key) is not pending:
             log.info(
@@ -436,8 +588,8 @@ class Hub(Service):
             return
         del self._pending[key]
         self._store.delete_verification(pending)
+        full = None if not confirmed else self._server_full(key, address)
         if not confirmed:
-            self._unindex(key)
             log.warn(
                 "Did not verify {mode} of {callback} to {topic}: {outcome}; "
                 "nothing changed",
@@ -448,15 +600,41 @@ class Hub(Service):
             )
         elif pending.mode == "unsubscribe":
             self._remove(key, "unsubscribed")
+        elif full is not None:
+            self._refuse_full(pending, address, full)
         else:
-            self._subscribe(pending, sent)
+            self._subscribe(pending, sent, address)
+        self._unindex(key)
+
+    def _refuse_full(
+        self, pending: PendingVerification, address: str | None, scope: str
+    ) -> None:
+        """A verified subscription whose server has its fill: denied (WebSub 5.2)."""
+        limit = self.config.max_per_host
+        log.warn(
+            "Refused the subscription of {callback} to {topic}: its verification "
+            "reached {address}, and callbacks on {scope} have {limit} "
+            "subscriptions already",
+            callback=redact(pending.callback),
+            topic=pending.topic,
+            address=address,
+            scope=scope,
+            limit=limit,
+        )
+        self._deny(
+            pending.topic,
+            pending.callback,
+            f"callbacks on {scope} already have {limit} subscriptions, the most "
+            "this hub keeps for one callback server",
+        )
 
     async def _ask_intent(
         self, pending: PendingVerification
-    ) -> tuple[bool, str] | None:
+    ) -> tuple[bool, str, str | None] | None:
         """
-        Send the callback a challenge: whether it confirmed, and what it
-        answered; C{None} when stopping the service cancelled the request.
+        Send the callback a challenge: whether it confirmed, what it
+        answered, and the address that answered (when the client says);
+        C{None} when stopping the service cancelled the request.
         """
         challenge = secrets.token_urlsafe(32)
         parameters = [
@@ -479,16 +657,22 @@ class Hub(Service):
                 # CancelledError or as the agent's ResponseNeverReceived):
                 # the request stays stored, and is verified at the next start
                 return None
-            return False, _describe(Failure())
+            return False, _describe(Failure()), None
         confirmed = 200 <= response.code < 300 and hmac.compare_digest(
             body, challenge.encode("ascii")
         )
-        return confirmed, f"answered {response.code}" + (
+        outcome = f"answered {response.code}" + (
             "" if confirmed or response.code >= 300 else " without the challenge"
         )
+        return confirmed, outcome, getattr(response, "address", None)
 
-    def _subscribe(self, pending: PendingVerification, sent: float) -> None:
-        """Make or renew a verified subscription, its lease counted from C{sent}."""
+    def _subscribe(
+        self, pending: PendingVerification, sent: float, address: str | None
+    ) -> None:
+        """
+        Make or renew a verified subscription, its lease counted from
+        C{sent}, its server the C{address} verification reached.
+        """
         assert pending.lease_seconds is not None
         key = pending.key
         earlier = self._subscriptions.get(key)
@@ -501,6 +685,7 @@ class Hub(Service):
                 expires=sent + pending.lease_seconds,
                 secret=pending.secret,
                 acknowledged=None if content is None else content[2],
+                address=address,
             )
         else:
             subscription = evolve(
@@ -508,6 +693,7 @@ class Hub(Service):
                 lease_seconds=pending.lease_seconds,
                 expires=sent + pending.lease_seconds,
                 secret=pending.secret,
+                address=address if address is not None else earlier.address,
             )
         self._subscriptions[key] = subscription
         self._store.put_subscription(subscription)
@@ -542,8 +728,9 @@ class Hub(Service):
             return
         keys = [k for k in self._subscriptions if k[0] == topic_url]
         log.info(
-            "Publishing {topic} to {count} subscribers",
+            "Publishing {topic} to {subscribers}",
             topic=topic_url,
+            subscribers=_subscribers(len(keys)),
             count=len(keys),
         )
         await DeferredList([self._kick(key) for key in keys], consumeErrors=True)
@@ -675,7 +862,8 @@ class Hub(Service):
             self._remove(key, "delivery failures")
             if not outcome.refused:
                 self._deny(
-                    subscription,
+                    subscription.topic,
+                    subscription.callback,
                     f"{failures} consecutive deliveries failed; subscribe again "
                     "when the callback works",
                 )
@@ -712,13 +900,13 @@ class Hub(Service):
         for waiter in waiters:
             waiter.callback(None)
 
-    def _deny(self, subscription: Subscription, reason: str) -> None:
+    def _deny(self, topic: str, callback: str, reason: str) -> None:
         """Tell a callback its subscription is over (WebSub 5.2), best effort."""
         url = with_query(
-            subscription.callback,
+            callback,
             [
                 ("hub.mode", "denied"),
-                ("hub.topic", subscription.topic),
+                ("hub.topic", topic),
                 ("hub.reason", reason),
             ],
         )
@@ -731,7 +919,7 @@ class Hub(Service):
         d.addErrback(
             lambda f: log.info(
                 "The denial notice to {callback} did not arrive: {why}",
-                callback=redact(subscription.callback),
+                callback=redact(callback),
                 why=_describe(f),
             )
         )
@@ -786,3 +974,7 @@ def _thread_reactor(clock: Any) -> Any:
     from twisted.internet import reactor
 
     return reactor
+
+
+def _subscribers(count: int) -> str:
+    return f"{count} WebSub subscriber" + ("" if count == 1 else "s")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -212,6 +213,40 @@ def refusal(address: IPAddress, allow_private: bool) -> str | None:
     return address_class(address)
 
 
+_LEGACY_IPV4 = re.compile(r"[0-9a-fx.]+", re.IGNORECASE)
+
+
+def literal_address(host: str) -> IPAddress | None:
+    """
+    The address a URL's host stands for when it is written as one, without
+    a lookup; C{None} for a name. Besides C{[v6]} and dotted quads, the
+    forms the system resolver reads as IPv4 (C{2130706433}, C{127.1},
+    C{0x7f.0.0.1}) count as literals, so that no spelling of a refused
+    address passes for a name.
+    """
+    host = _strip_brackets(host)
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    if not _LEGACY_IPV4.fullmatch(host):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+def literal_refusal(host: str, allow_private: bool) -> str | None:
+    """
+    Why the policy refuses a host written as an address (its class, as
+    L{refusal} names it); C{None} for an address it admits, and for a name,
+    which is only judged once resolved.
+    """
+    address = literal_address(host)
+    return None if address is None else refusal(address, allow_private)
+
+
 def connect_address(address: IPAddress) -> IPAddress:
     """Where to connect for a checked address: IPv4 for IPv4-mapped forms."""
     if isinstance(address, ipaddress.IPv6Address) and address in _MAPPED:
@@ -328,6 +363,8 @@ class OutboundResponse:
     A response whose body has been read, up to the policy's cap.
 
     @ivar truncated: the body was longer than the cap and was cut there.
+    @ivar address: the checked address the request was sent to: the
+        server that answered, whatever name the URL gave it.
     """
 
     code: int
@@ -335,6 +372,7 @@ class OutboundResponse:
     headers: Headers
     body: bytes = field(repr=False)
     truncated: bool = False
+    address: str | None = None
 
     def content(self) -> Deferred[bytes]:
         """The body, as C{treq}'s responses give it."""
@@ -426,12 +464,18 @@ def _as_headers(headers: HeadersLike) -> Headers:
 
 @implementer(IStreamClientEndpoint)
 class _GuardedEndpoint:
-    """Connects to C{host}:C{port} through the guard: resolve, check, pin."""
+    """
+    Connects to C{host}:C{port} through the guard: resolve, check, pin; the
+    address connected to is appended to C{reached}.
+    """
 
-    def __init__(self, client: GuardedClient, host: str, port: int) -> None:
+    def __init__(
+        self, client: GuardedClient, host: str, port: int, reached: list[str]
+    ) -> None:
         self._client = client
         self._host = host
         self._port = port
+        self._reached = reached
 
     def connect(self, factory: IProtocolFactory) -> Deferred[IProtocol]:
         if isinstance(factory, Factory):
@@ -439,20 +483,23 @@ class _GuardedEndpoint:
             # per request is normal: no "Starting factory" log lines
             factory.noisy = False
         return Deferred.fromCoroutine(
-            self._client._connect(self._host, self._port, factory)
+            self._client._connect(self._host, self._port, factory, self._reached)
         )
 
 
 @implementer(IAgentEndpointFactory)
 class _GuardedEndpoints:
-    def __init__(self, client: GuardedClient) -> None:
+    """The endpoints of one request, which note where they connected."""
+
+    def __init__(self, client: GuardedClient, reached: list[str]) -> None:
         self._client = client
+        self._reached = reached
 
     def endpointForURI(self, uri: URI) -> IStreamClientEndpoint:
         if uri.scheme != b"https":
             raise URLRefused("only https URLs are contacted")
         host = _strip_brackets(uri.host.decode("ascii"))
-        return _GuardedEndpoint(self._client, host, uri.port)
+        return _GuardedEndpoint(self._client, host, uri.port, self._reached)
 
 
 class GuardedClient:
@@ -483,17 +530,20 @@ class GuardedClient:
         self._trust = CombinedTrust(*roots)
         self._tls: OrderedDict[str, IOpenSSLClientConnectionCreator] = OrderedDict()
         self._queue = DeferredSemaphore(policy.concurrency)
-        self._agent = Agent.usingEndpointFactory(
-            reactor,
-            _GuardedEndpoints(self),
-            # one connection per request, never kept: callbacks are on other
-            # people's hosts, and rarely asked twice in a row
-            pool=HTTPConnectionPool(reactor, persistent=False),
-        )
+        # one connection per request, never kept: callbacks are on other
+        # people's hosts, and rarely asked twice in a row
+        self._pool = HTTPConnectionPool(reactor, persistent=False)
 
     @property
     def policy(self) -> OutboundPolicy:
         return self._policy
+
+    def literal_refusal(self, host: str) -> str | None:
+        """
+        Why this client would refuse C{host} without a lookup (an address
+        literal the policy refuses), or C{None}: see L{literal_refusal}.
+        """
+        return literal_refusal(host, self._policy.allow_private)
 
     @property
     def in_flight(self) -> int:
@@ -605,7 +655,13 @@ class GuardedClient:
         headers: Headers,
         body: IBodyProducer | None,
     ) -> OutboundResponse:
-        response = await self._agent.request(method, url, headers, body)
+        reached: list[str] = []
+        # an agent per request (it is only a few references; the pool is
+        # shared) so that the endpoint can say which address it reached
+        agent = Agent.usingEndpointFactory(
+            self._reactor, _GuardedEndpoints(self, reached), pool=self._pool
+        )
+        response = await agent.request(method, url, headers, body)
         data, truncated = await _read_body(response, self._policy.max_body)
         return OutboundResponse(
             code=response.code,
@@ -613,13 +669,13 @@ class GuardedClient:
             headers=response.headers,
             body=data,
             truncated=truncated,
+            address=reached[-1] if reached else None,
         )
 
     async def _resolve(self, host: str, port: int) -> list[IPAddress]:
-        try:
-            return [ipaddress.ip_address(host)]
-        except ValueError:
-            pass
+        literal = literal_address(host)
+        if literal is not None:
+            return [literal]
         resolver = self._resolver or self._reactor.nameResolver
         receiver = _Addresses()
         resolver.resolveHostName(receiver, host, portNumber=port)
@@ -663,7 +719,7 @@ class GuardedClient:
         return options
 
     async def _connect(
-        self, host: str, port: int, factory: IProtocolFactory
+        self, host: str, port: int, factory: IProtocolFactory, reached: list[str]
     ) -> IProtocol:
         addresses = await self._checked(host, port)
         error: Exception | None = None
@@ -687,6 +743,7 @@ class GuardedClient:
             except ConnectError as e:
                 error = e
                 continue
+            reached.append(str(target))
             return protocol
         assert error is not None
         raise error
@@ -701,6 +758,9 @@ __all__ = [
     "OutboundTimeout",
     "URLRefused",
     "address_class",
+    "connect_address",
+    "literal_address",
+    "literal_refusal",
     "load_certificates",
     "refusal",
 ]

@@ -28,6 +28,9 @@ class Subscription:
         subscriber acknowledged, or that was current when it subscribed;
         a different current validator after a restart means it missed
         something.
+    @ivar address: the address the verification of intent reached (the
+        callback's server, counted by the per-server cap); C{None} when
+        the client does not say.
     """
 
     topic: str
@@ -37,6 +40,7 @@ class Subscription:
     secret: bytes | None = field(default=None, repr=False)
     failures: int = 0
     acknowledged: bytes | None = None
+    address: str | None = None
 
     @property
     def key(self) -> Key:

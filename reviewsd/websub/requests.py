@@ -128,6 +128,8 @@ def check_callback(value: str) -> str:
         )
     if "#" in value:
         raise BadHubRequest("hub.callback must not have a fragment (#...).")
+    if not _bracketed_host_valid(value):
+        raise BadHubRequest("hub.callback does not name a valid host.")
     url = normalize_url(value)
     parts = urlsplit(url)
     if parts.scheme != "https":
@@ -145,6 +147,26 @@ def check_callback(value: str) -> str:
     if not parts.hostname or not _valid_host(host) or port == 0:
         raise BadHubRequest("hub.callback does not name a valid host.")
     return url
+
+
+def _bracketed_host_valid(url: str) -> bool:
+    """
+    Whether C{url} parses, with any host in brackets an IPv6 address: a
+    bracketed name such as C{[v1.x]} would lose its brackets, and its
+    meaning, once normalized.
+    """
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return False
+    if "[" not in parts.netloc:
+        return True
+    try:
+        ipaddress.IPv6Address(host or "")
+    except ValueError:
+        return False
+    return True
 
 
 def _topic(value: str, topics: Iterable[str]) -> str:

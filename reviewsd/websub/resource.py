@@ -3,10 +3,15 @@ C{POST /api/websub/hub}: where subscribers send subscription requests.
 
 A well-formed request is answered 202 as soon as it is stored, whatever
 its verification will find (WebSub 5.1.2); a malformed one gets a 4xx with
-a plain-text reason. Other methods get this service's JSON 405.
+a plain-text reason, and so does a callback on an address the hub's
+outbound client would never contact (400: no need to wait for a
+verification that cannot happen). Other methods get this service's JSON
+405.
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -53,6 +58,15 @@ class HubResource(Resource):
             )
         except BadHubRequest as e:
             return _text(request, e.status, e.reason)
+        refused = self._hub.callback_refusal(hub_request.callback)
+        if refused is not None:
+            host = urlsplit(hub_request.callback).hostname
+            return _text(
+                request,
+                400,
+                f"hub.callback is on {host}, an address this hub never calls "
+                f"back ({refused}); give a callback on a public address.",
+            )
         finished = [False]
         request.notifyFinish().addBoth(lambda _: finished.__setitem__(0, True))
         self._hub.accept(hub_request).addCallbacks(

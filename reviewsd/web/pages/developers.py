@@ -41,7 +41,7 @@ from reviewsd.data.search import InvalidParameters, SearchQuery
 from reviewsd.data.snapshot import Document, Snapshot
 from reviewsd.memory import paused
 from reviewsd.web.pages.home import latest_month_start
-from reviewsd.web.pages.markup import h, http_instant, page, plural
+from reviewsd.web.pages.markup import h, http_instant, page, plural, possessive
 
 CALLBACK = "https://subscriber.example/callback"
 """The subscriber every WebSub example uses."""
@@ -50,6 +50,8 @@ SECRET = "s3cret"
 """The WebSub secret of the examples, so the signature shown can be checked."""
 
 LEASE = "86400"
+
+FORM_TYPE = "application/x-www-form-urlencoded"
 
 _METHODS = ("get", "post", "put", "patch", "delete")
 _LINE = 78
@@ -141,6 +143,30 @@ class Operation:
             for p in self.spec.get("parameters") or []
             if where is None or p.get("in") == where
         ]
+
+    def form_schema(self) -> Mapping[str, Any] | None:
+        """
+        The form body's fields, one table's worth: when the form is one of
+        several shapes (C{oneOf}), the first shape's fields, a field that is
+        a constant in each shape listed with all of them, and required only
+        what every shape requires.
+        """
+        content = (self.spec.get("requestBody") or {}).get("content") or {}
+        form = (content.get(FORM_TYPE) or {}).get("schema")
+        if form is None or "oneOf" not in form:
+            return form
+        shapes = form["oneOf"]
+        properties = dict(shapes[0].get("properties") or {})
+        for name, prop in properties.items():
+            consts = [(s.get("properties") or {}).get(name, {}) for s in shapes]
+            if all("const" in c for c in consts):
+                properties[name] = {**prop, "enum": [c["const"] for c in consts]}
+                del properties[name]["const"]
+        required = set.intersection(*(set(s.get("required") or []) for s in shapes))
+        return {
+            "properties": properties,
+            "required": [n for n in properties if n in required],
+        }
 
 
 def operations(openapi: Mapping[str, Any]) -> list[Operation]:
@@ -370,9 +396,9 @@ def operation_example(
         if op.parameters("query"):
             return Curl(url=_query_url(links, op, chosen.searches[0]))
         return Curl(url=links.url(path), flags=("-s", "--compressed"))
-    if "application/x-www-form-urlencoded" in content:
-        schema = content["application/x-www-form-urlencoded"]["schema"]
-        return Curl(url=links.url(op.path), flags=("-si",), form=_form_example(schema))
+    form = op.form_schema()
+    if form is not None:
+        return Curl(url=links.url(op.path), flags=("-si",), form=_form_example(form))
     if op.path == MCP_PATH and "application/json" in content:
         return _initialize(links, chosen.mcp_protocols[0])
     return None
@@ -439,11 +465,9 @@ def _parameter_table(parameters: Sequence[Mapping[str, Any]], caption: str) -> T
 
 def _body_fields(op: Operation) -> list[Mapping[str, Any]]:
     """A form body's fields, shaped like parameters for the same table."""
-    content = (op.spec.get("requestBody") or {}).get("content") or {}
-    form = content.get("application/x-www-form-urlencoded")
-    if not form:
+    schema = op.form_schema()
+    if not schema:
         return []
-    schema = form.get("schema") or {}
     required = set(schema.get("required") or [])
     return [
         {
@@ -1038,10 +1062,9 @@ def _hub_request(
     hub_op = next((o for o in ops if o.path == HUB_PATH), None)
     if hub_op is None:
         return [], None
-    schema = hub_op.spec["requestBody"]["content"]["application/x-www-form-urlencoded"][
-        "schema"
-    ]
-    topics = [str(t) for t in schema["properties"].get("hub.topic", {}).get("enum", [])]
+    schema = hub_op.form_schema() or {}
+    properties = schema.get("properties") or {}
+    topics = [str(t) for t in properties.get("hub.topic", {}).get("enum", [])]
     return topics, Curl(url=links.hub, flags=("-si",), form=_form_example(schema))
 
 
@@ -1210,9 +1233,20 @@ def _errors(snapshot: Snapshot) -> Tag:
                     h("tr")(h("th", scope="row")(h("code")(c)), h("td")(w))
                     for c, w in (
                         ("400 invalid_parameters", "a bad search or date parameter"),
-                        ("400 bad_request", "a path that is not UTF-8"),
+                        (
+                            "400 bad_request",
+                            "a path that is not UTF-8, an HTTP/1.1 request "
+                            "without Host, a request that cannot be read",
+                        ),
                         ("404 not_found", "no such document"),
                         ("405 method_not_allowed", "with an Allow header"),
+                        ("413 too_large", "a request body over its limit"),
+                        ("414 uri_too_long", "a request line over 16 KiB"),
+                        (
+                            "431 headers_too_large",
+                            "a header line or all headers over 16 KiB, or more "
+                            "than 500 headers",
+                        ),
                         ("500 internal_error", "logged on the server; no details sent"),
                     )
                 ]
@@ -1294,8 +1328,8 @@ def _developers(
         h("div", class_="intro")(
             h("h1")("Developer guide"),
             h("p", class_="lead")(
-                f"{business.name}'s verified customer reviews as a public, read-only "
-                "data service at ",
+                f"{possessive(business.name)} verified customer reviews as a public, "
+                "read-only data service at ",
                 h("code")(links.base),
                 ": JSON in UTF-8, no key, no sign-up, CORS open to every origin, "
                 "gzip and conditional requests on every document.",

@@ -59,18 +59,61 @@ _FAVICON = (
 )
 
 
+_BIDI_CONTROLS = dict.fromkeys(
+    map(ord, "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+)
+"""
+The bidirectional formatting characters: marks, embeddings, overrides and
+isolates (Unicode's UAX 9, table 4).
+"""
+
+
+def without_bidi_controls(text: str) -> str:
+    """
+    C{text} without bidirectional formatting characters, for the places
+    where data cannot be isolated by markup (a title, an attribute): there a
+    right-to-left override in a review would reverse the rest of the line.
+    """
+    return text.translate(_BIDI_CONTROLS)
+
+
+def _plain_text(child: Flattenable) -> Flattenable:
+    if isinstance(child, str):
+        return without_bidi_controls(child)
+    if isinstance(child, (list, tuple)):
+        return [_plain_text(c) for c in child]
+    return child
+
+
+class _TextOnly(Tag):
+    """
+    An element whose content is text for the browser's own display (a
+    C{<title>}, as a tab or tooltip shows it), without bidirectional
+    formatting characters.
+    """
+
+    def __call__(self, *children: Flattenable, **kw: Flattenable) -> Tag:
+        return super().__call__(*(_plain_text(c) for c in children), **kw)
+
+
 def h(tag: str, /, **attributes: object) -> Tag:
     """
     An element: C{class_} is C{class}, other underscores are hyphens
     (C{aria_label}, C{text_anchor}; no HTML or SVG attribute has an
     underscore), and C{None} or C{False} leave the attribute out, so that
-    optional data never renders as the string C{"None"}.
+    optional data never renders as the string C{"None"}. Attribute values,
+    and the text of a C{title}, lose bidirectional formatting characters
+    (L{without_bidi_controls}).
     """
     attrs: dict[bytes | str, Flattenable] = {}
     for key, value in attributes.items():
         if value is None or value is False:
             continue
-        attrs[key.rstrip("_").replace("_", "-")] = "" if value is True else str(value)
+        attrs[key.rstrip("_").replace("_", "-")] = (
+            "" if value is True else without_bidi_controls(str(value))
+        )
+    if tag == "title":
+        return _TextOnly(tag, attributes=attrs)
     return Tag(tag, attributes=attrs)
 
 
@@ -133,6 +176,11 @@ def number(value: float, places: int = 1) -> str:
 def plural(count: int, singular: str, many: str | None = None) -> str:
     word = singular if count == 1 else (many or singular + "s")
     return f"{count:,} {word}"
+
+
+def possessive(name: str) -> str:
+    """C{name}'s, or C{name}' for a name ending in s (Services', not Services's)."""
+    return name + ("'" if name.endswith(("s", "S")) else "'s")
 
 
 @frozen
