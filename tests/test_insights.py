@@ -24,7 +24,8 @@ from reviewsd.data.model import (
 )
 from reviewsd.data.overlay import InsightsOverlayError, apply_overlay, check_overlay
 from reviewsd.insights import INSIGHTS_VERSION, ReviewCache, derive_insights
-from reviewsd.insights.analysis import analyse
+from reviewsd.insights.analysis import Analysis, analyse
+from reviewsd.insights.cache import from_stored, to_stored
 from reviewsd.insights.data import ASPECTS
 from reviewsd.insights.sentiment import label
 from reviewsd.insights.text import split_sentences
@@ -97,7 +98,7 @@ class Counting:
     def __init__(self) -> None:
         self.texts: list[str] = []
 
-    def __call__(self, text: str) -> dict[str, Any]:
+    def __call__(self, text: str) -> Analysis:
         self.texts.append(text)
         return analyse(text)
 
@@ -153,7 +154,7 @@ class SentimentTests(SynchronousTestCase):
             ("The leak came back after a week.", "negative"),
             ("They fixed our bathroom fan.", "positive"),
         ]:
-            self.assertEqual(label(analyse(text)["s"]), expected, text)
+            self.assertEqual(label(analyse(text).score), expected, text)
 
     def test_sentences(self) -> None:
         """
@@ -170,8 +171,8 @@ class SentimentTests(SynchronousTestCase):
     def test_typographic_apostrophes(self) -> None:
         """A curly apostrophe negates like a straight one."""
         self.assertEqual(
-            analyse("They didn’t do a good job.")["c"],
-            analyse("They didn't do a good job.")["c"],
+            analyse("They didn’t do a good job.").sentence_scores,
+            analyse("They didn't do a good job.").sentence_scores,
         )
 
     def test_overall_sentiment(self) -> None:
@@ -699,6 +700,81 @@ class CacheTests(SynchronousTestCase):
             connection.execute(statement)
         connection.close()
         return path
+
+    def test_stored_form(self) -> None:
+        """
+        An analysis is stored as compact JSON, read back as the same named
+        tuples; the form is the one files already hold (changing it means
+        bumping the file's schema).
+        """
+        text = (
+            "Dev was right on time and did a great job on the new shower. They "
+            "left a mess and the final bill was higher than the quote."
+        )
+        stored = (
+            '{"s":0.1628,"c":[0.7845,-0.4588],"a":[["cleanliness",-0.4588,'
+            '["left a mess"]],["pricing",-0.4588,["final bill","bill was higher"]],'
+            '["punctuality",0.7845,["right on time","on time"]],["workmanship",'
+            '0.7845,["did a great job","great job"]]],"t":["estimates_quotes"],'
+            '"p":[["cost_overrun",[[-0.4588,["final bill","bill was higher"]]]],'
+            '["mess_left_behind",[[-0.4588,["left a mess"]]]]],"q":[["Dev was '
+            'right on time and did a great job on the new shower.",0.7845,'
+            '["punctuality","workmanship"]]]}'
+        )
+        analysis = analyse(text)
+        self.assertEqual(to_stored(analysis), stored)
+        self.assertEqual(from_stored(stored), analysis)
+        self.assertEqual(analysis.score, 0.1628)
+        self.assertEqual(analysis.sentence_scores, [0.7845, -0.4588])
+        self.assertEqual(
+            analysis.aspects[1],
+            ("pricing", -0.4588, ("final bill", "bill was higher")),
+        )
+        self.assertEqual(analysis.topics, ("estimates_quotes",))
+        self.assertEqual(
+            analysis.problems[1], ["mess_left_behind", [[-0.4588, ["left a mess"]]]]
+        )
+        self.assertEqual(
+            analysis.quotes,
+            (
+                (
+                    "Dev was right on time and did a great job on the new shower.",
+                    0.7845,
+                    ("punctuality", "workmanship"),
+                ),
+            ),
+        )
+
+    def test_not_stored_forms(self) -> None:
+        """What is not the stored form of an analysis is refused as such."""
+        for stored in [
+            "{not json",
+            "[]",
+            '{"s":0.5}',
+            '{"s":0.5,"c":[],"a":[["pricing",0.5]],"t":[],"p":[],"q":[]}',
+            '{"s":0.5,"c":[],"a":[],"t":[3],"p":[],"q":[]}',
+        ]:
+            self.assertRaises(ValueError, from_stored, stored)
+
+    def test_misshapen_row(self) -> None:
+        """A row of JSON that is not an analysis is made again."""
+        path = self.saved_then(
+            "UPDATE reviews SET analysis ="
+            ' \'{"s":1,"c":[],"a":[[1]],"t":[],"p":[],"q":[]}\''
+            " WHERE id = 'r002'"
+        )
+        counting = Counting()
+        again = ReviewCache(path, analyser=counting)
+        document = derive(dataset(self.records()), again)
+        self.assertEqual(counting.texts, [self.records()[1]["text"]])
+        self.assertEqual(document, derive(dataset(self.records())))
+
+    def test_other_schema(self) -> None:
+        """A file of another schema is discarded."""
+        path = self.saved_then("UPDATE meta SET value = '0' WHERE key = 'schema'")
+        again = ReviewCache(path)
+        self.assertEqual(len(again), 0)
+        self.assertIsNotNone(again.discarded)
 
     def test_other_engine_version(self) -> None:
         """Analyses made by another engine version are not reused."""

@@ -23,17 +23,14 @@ Modules, one concern each:
   - C{cache}: L{ReviewCache}, in memory and in SQLite;
   - C{temporal}: the monthly series and the trend rule;
   - C{prose}: FAQ, summary and pull quote;
+  - C{tally}: what each review contributes, and what a pass adds up;
   - C{derive}: the document.
 """
 
 from reviewsd.insights.analysis import ENGINE_VERSION
 from reviewsd.insights.cache import ReviewCache
-from reviewsd.insights.derive import (
-    INSIGHTS_VERSION,
-    MODEL,
-    derive_insights,
-    share_per_review,
-)
+from reviewsd.insights.derive import INSIGHTS_VERSION, MODEL, derive_insights
+from reviewsd.insights.tally import share_per_review
 
 __all__ = [
     "ENGINE_VERSION",

@@ -10,6 +10,10 @@ the text mentions, valid for one fingerprint of the business's names,
 aliases and keywords, so that a change to the business metadata re-runs
 only the (cheap) matching, never VADER.
 
+An analysis is stored in a compact JSON form that only L{to_stored} and
+L{from_stored} know; a change to that form bumps the file's schema, so
+that a file in the old one is discarded, as for another engine version.
+
 The file is this module's only I/O.  It is read once, at construction;
 L{ReviewCache.save} writes what changed since.  An analysis the file holds
 is not kept in memory too: derivation keeps what it made of it, and reads
@@ -36,13 +40,74 @@ from reviewsd.insights.analysis import ENGINE_VERSION, Analysis, analyse
 from reviewsd.memory import paused
 
 Mentions = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
-"""The technicians, services (ids) and places a text names, each sorted."""
+"""
+The technicians, services (ids) and places a text names, each sorted: a
+plain tuple, as the records of an analysis (L{Analysis}), for it is kept
+for every review.
+"""
 
 NOTHING: Mentions = ((), (), ())
 
+#: Bumped when the tables or the stored form of an analysis change.
 _SCHEMA = 1
-_ANALYSIS_KEYS = {"s", "c", "a", "t", "p", "q"}
 _MENTION_KEYS = ("technicians", "services", "areas")
+
+
+def to_stored(analysis: Analysis) -> str:
+    """
+    The stored form of an analysis: a JSON object with one-letter keys, as
+    small as it can be for every review of the file.  C{"s"}: score; C{"c"}:
+    sentence_scores; C{"a"}: aspects, C{[[id, score, [phrase, ...]], ...]};
+    C{"t"}: topics; C{"p"}: problems, C{[[id, [[compound, [phrase, ...]],
+    ...]], ...]}; C{"q"}: quotes, C{[[sentence, compound, [aspect id,
+    ...]], ...]}.  L{from_stored} reads it back.
+    """
+    return _to_json(
+        {
+            "s": analysis.score,
+            "c": analysis.sentence_scores,
+            "a": analysis.aspects,
+            "t": analysis.topics,
+            "p": analysis.problems,
+            "q": analysis.quotes,
+        }
+    )
+
+
+def from_stored(stored: str) -> Analysis:
+    """
+    The analysis L{to_stored} stored.  Ids and phrases repeat across
+    reviews, and derivation keeps them for every review: each is read as
+    the one shared string of its value.  Problems stay as stored
+    (L{reviewsd.insights.analysis.ProblemMention}).
+
+    @raise ValueError: C{stored} is not the stored form of an analysis
+        (C{orjson.JSONDecodeError} is one).
+    """
+    value = orjson.loads(stored)
+    intern = sys.intern
+    try:
+        # positionally: a start makes one for every review
+        return Analysis(
+            value["s"],
+            value["c"],
+            tuple(
+                [
+                    (intern(aspect), score, tuple(map(intern, phrases)))
+                    for aspect, score, phrases in value["a"]
+                ]
+            ),
+            tuple(map(intern, value["t"])),
+            value["p"],
+            tuple(
+                [
+                    (sentence, compound, tuple(map(intern, aspect_ids)))
+                    for sentence, compound, aspect_ids in value["q"]
+                ]
+            ),
+        )
+    except (TypeError, KeyError, ValueError) as e:
+        raise ValueError(f"not an analysis: {e}") from e
 
 
 def text_hash(text: str) -> str:
@@ -50,7 +115,7 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class _Entry:
+class Entry:
     """
     One review's analysis, as the JSON it is stored as (a tenth of the
     memory of the objects it stands for), parsed only when derivation's
@@ -86,7 +151,7 @@ def _mentions_from_json(raw: str | None) -> Mentions | None:
     lists = [found[key] for key in _MENTION_KEYS]
     if not all(isinstance(names, list) for names in lists):
         return None
-    technicians, services, areas = (_names(names) for names in lists)
+    technicians, services, areas = map(_names, lists)
     return technicians, services, areas
 
 
@@ -114,7 +179,7 @@ class ReviewCache:
     ) -> None:
         self.path = path
         self._analyse = analyser
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, Entry] = {}
         self._dirty: set[str] = set()
         self._removed: set[str] = set()
         self._rewrite = False
@@ -126,8 +191,8 @@ class ReviewCache:
         #: Where the next derivation may start (derive.Checkpoint): kept
         #: here, beside the analyses it adds up, never stored.
         self.checkpoint: Any = None
-        #: The last derivation's C{per_review} members (derive._Tally),
-        #: until derive.share_per_review points them at the published bytes.
+        #: The last derivation's C{per_review} members (tally.Tally), until
+        #: tally.share_per_review points them at the published bytes.
         self.published: Any = None
         self.load()
 
@@ -136,7 +201,7 @@ class ReviewCache:
 
     # --- use ---------------------------------------------------------------
 
-    def entry(self, review_id: str, text: str) -> _Entry:
+    def entry(self, review_id: str, text: str) -> Entry:
         """The entry for one review, analysing the text when needed."""
         with self._lock:
             entry = self._entries.get(review_id)
@@ -152,17 +217,19 @@ class ReviewCache:
                     entry.text = text
                     self.reused += 1
                     return entry
-            return self._analysed(review_id, text)
+            return self._analysed(review_id, text)[0]
 
-    def _analysed(self, review_id: str, text: str) -> _Entry:
-        entry = _Entry(text_hash(text), _to_json(self._analyse(text)), text=text)
+    def _analysed(self, review_id: str, text: str) -> tuple[Entry, Analysis]:
+        """A new entry for C{review_id}, with the analysis of C{text}."""
+        analysis = self._analyse(text)
+        entry = Entry(text_hash(text), to_stored(analysis), text=text)
         self.analysed += 1
         self._entries[review_id] = entry
         self._dirty.add(review_id)
         self._removed.discard(review_id)
-        return entry
+        return entry, analysis
 
-    def read(self, review_id: str, entry: _Entry) -> tuple[_Entry, Analysis]:
+    def read(self, review_id: str, entry: Entry) -> tuple[Entry, Analysis]:
         """
         The analysis C{entry} holds; one the file held that does not read as
         an analysis is made again, in a new entry.
@@ -170,15 +237,13 @@ class ReviewCache:
         raw = entry.raw
         if raw is None:
             raw = self._stored(review_id, entry.digest)
-        try:
-            value = None if raw is None else orjson.loads(raw)
-            if isinstance(value, dict) and _ANALYSIS_KEYS <= value.keys():
-                return entry, value
-        except orjson.JSONDecodeError:
-            pass
+        if raw is not None:
+            try:
+                return entry, from_stored(raw)
+            except ValueError:
+                pass
         with self._lock:
-            entry = self._analysed(review_id, entry.text or "")
-            return entry, orjson.loads(entry.raw)  # type: ignore[arg-type]
+            return self._analysed(review_id, entry.text or "")
 
     def _stored(self, review_id: str, digest: str) -> str | None:
         """The file's analysis of C{review_id}'s text, if it still has it."""
@@ -193,9 +258,10 @@ class ReviewCache:
                 ).fetchone()
             except sqlite3.Error:
                 return None
-        if row is None or row[0] != digest or not isinstance(row[1], str):
+        if row is None or row[0] != digest:
             return None
-        return row[1]  # type: ignore[no-any-return]
+        analysis = row[1]
+        return analysis if isinstance(analysis, str) else None
 
     def _close_file(self) -> None:
         if self._file is not None:
@@ -205,7 +271,7 @@ class ReviewCache:
     def mentions(
         self,
         review_id: str,
-        entry: _Entry,
+        entry: Entry,
         key: str,
         find: Callable[[], Mentions],
     ) -> Mentions:
@@ -216,8 +282,8 @@ class ReviewCache:
         if entry.mentions_key == key and entry.mentions is not None:
             return entry.mentions
         with self._lock:
-            technicians, services, areas = find()
-            entry.mentions = (_names(technicians), _names(services), _names(areas))
+            technicians, services, areas = map(_names, find())
+            entry.mentions = (technicians, services, areas)
             entry.mentions_key = key
             entry.memo = None
             self._dirty.add(review_id)
@@ -265,7 +331,7 @@ class ReviewCache:
             self._entries = entries
 
     @staticmethod
-    def _read(path: Path) -> dict[str, _Entry] | None:
+    def _read(path: Path) -> dict[str, Entry] | None:
         connection = _connect_read_only(path)
         try:
             meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
@@ -289,7 +355,7 @@ class ReviewCache:
                     found = known[mentions] = _mentions_from_json(mentions)
                 # one business fingerprint for all, not one string per row
                 key = None if found is None else sys.intern(mentions_key)
-                entries[review_id] = _Entry(digest, analysis, key, found)
+                entries[review_id] = Entry(digest, analysis, key, found)
             return entries
         finally:
             connection.close()

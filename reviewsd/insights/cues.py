@@ -61,7 +61,7 @@ class CueSet:
         self.categories = tuple(categories)
         cues: dict[tuple[str, ...], list[str]] = {}
         exclusions: dict[tuple[str, ...], list[str]] = {}
-        patterns = []
+        patterns: list[tuple[str, str, str]] = []
         for category in self.categories:
             for cue in category.cues:
                 words = tuple(word_list(normalise(cue).casefold()))
@@ -91,8 +91,9 @@ class CueSet:
         if self._patterns is not None:
             for m in self._patterns.finditer(words.folded):
                 span = words.covering(m.start(), m.end())
-                if span is not None:
-                    found.append((self._pattern_owner[m.lastgroup], *span))  # type: ignore[index]
+                # every alternative is a named group: one of them matched
+                if span is not None and m.lastgroup is not None:
+                    found.append((self._pattern_owner[m.lastgroup], *span))
         if found and self._exclusions:
             excluded = _occurrences(self._exclusions, words.words)
             if excluded:

@@ -120,10 +120,9 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-import math
 from collections import Counter
-from itertools import chain, compress
-from sys import intern
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import attrs
@@ -132,30 +131,16 @@ import orjson
 from reviewsd import __version__
 from reviewsd.data.mentions import Matcher
 from reviewsd.data.model import Business, Dataset, Review
-from reviewsd.insights.analysis import Analysis
-from reviewsd.insights.cache import Mentions, ReviewCache
+from reviewsd.insights.cache import Entry, Mentions, ReviewCache
 from reviewsd.insights.data import ASPECTS, PROBLEMS, STOPWORDS, TOPICS, VERSIONS
-from reviewsd.insights.prose import (
-    Candidate,
-    Figures,
-    faq,
-    pull_quote,
-    quote_order,
-    summary,
-)
+from reviewsd.insights.prose import Figures, faq, pull_quote, summary
 from reviewsd.insights.sentiment import (
     NEGATIVE_THRESHOLD,
     POSITIVE_THRESHOLD,
     VADER_VERSION,
-    label,
 )
-from reviewsd.insights.temporal import (
-    TREND_RULE,
-    MonthTally,
-    month_key,
-    monthly,
-    trend,
-)
+from reviewsd.insights.tally import Memo, Tally, exact_mean, pct
+from reviewsd.insights.temporal import TREND_RULE, monthly, trend
 from reviewsd.memory import paused
 
 #: Schema version of the document; bumped when the taxonomy changes.
@@ -185,11 +170,12 @@ METHOD = {
     ),
 }
 
-EXAMPLES = 5
 TOP_PHRASES = 5
-#: Top phrases come from the newest mentions only, at most this many per
-#: aspect or kind of problem, so that their cost does not grow with the data.
-PHRASE_MENTIONS = 10_000
+
+#: How many of the newest reviews a derivation's checkpoint leaves out:
+#: new reviews, and replies to recent ones, land there, so that the next
+#: derivation adds up only those.
+CHECKPOINT_DISTANCE = 2_000
 
 
 def business_key(business: Business) -> str:
@@ -215,127 +201,6 @@ def _mentions(matcher: Matcher, text: str) -> Mentions:
     )
 
 
-def _pct(part: int, whole: int) -> float | None:
-    return round(100 * part / whole, 1) if whole else None
-
-
-def _fmean(values: list[float], places: int) -> float | None:
-    """The mean, exactly summed: the same whatever order the values came in."""
-    return round(math.fsum(values) / len(values), places) if values else None
-
-
-class _Mentioned:
-    """
-    Reviews that mention one aspect, kind of problem, topic, technician,
-    service or place, by ordinal (oldest first).
-    """
-
-    __slots__ = ("ordinals", "values", "phrases", "agrees")
-
-    def __init__(self) -> None:
-        self.ordinals: list[int] = []
-        #: The aspect's score in each of those reviews.
-        self.values: list[float] = []
-        #: Each mention's phrases, and whether its sentiment agrees with
-        #: the stars (positive at 4-5, negative at 1-3).
-        self.phrases: list[tuple[str, ...]] = []
-        self.agrees: list[bool] = []
-
-    def copy(self) -> _Mentioned:
-        other = _Mentioned()
-        other.ordinals, other.values = self.ordinals[:], self.values[:]
-        other.phrases, other.agrees = self.phrases[:], self.agrees[:]
-        return other
-
-    def counts(self) -> tuple[Counter[str], Counter[str]]:
-        """The phrases of the newest mentions, and of those that agree."""
-        phrases = self.phrases[-PHRASE_MENTIONS:]
-        agreeing = compress(phrases, self.agrees[-PHRASE_MENTIONS:])
-        return Counter(chain.from_iterable(phrases)), Counter(
-            chain.from_iterable(agreeing)
-        )
-
-
-class _Tally:
-    """
-    What a pass over the reviews, oldest first, adds up: the document is
-    computed from it.  Because a pass only appends, a copy taken part way
-    is where the next derivation can start when its older reviews are the
-    same objects (L{ReviewCache.checkpoint}).
-    """
-
-    __slots__ = (
-        "ids",
-        "ratings",
-        "scores",
-        "months",
-        "aspects",
-        "problems",
-        "named",
-        "per_review",
-        "quotes",
-        "quoted_rating",
-    )
-
-    def __init__(self, business: Business) -> None:
-        self.ids: list[str] = []
-        self.ratings: list[int] = []
-        self.scores: list[float | None] = []
-        self.months: dict[int, MonthTally] = {}
-        self.aspects = {a.id: _Mentioned() for a in ASPECTS}
-        self.problems = {p.id: _Mentioned() for p in PROBLEMS}
-        #: topics, technicians, services and places, each by its key
-        self.named: tuple[dict[str, list[int]], ...] = (
-            {t.id: [] for t in TOPICS},
-            {t.name: [] for t in business.technicians},
-            {s.id: [] for s in business.services},
-            {a: [] for a in business.service_areas},
-        )
-        #: Each review's C{per_review} member: its memo, or the JSON of a
-        #: review without text.
-        self.per_review: list[_Memo | bytes] = []
-        #: The best pull-quote candidate for each set of aspects (all that
-        #: the choice between candidates of equal aspects depends on), from
-        #: the best-rated reviews.
-        self.quotes: dict[tuple[str, ...], Candidate] = {}
-        self.quoted_rating = 4
-
-    def copy(self, business: Business) -> _Tally:
-        other = _Tally(business)
-        other.ids, other.ratings = self.ids[:], self.ratings[:]
-        other.scores, other.per_review = self.scores[:], self.per_review[:]
-        other.months = {month: t.copy() for month, t in self.months.items()}
-        other.aspects = {k: m.copy() for k, m in self.aspects.items()}
-        other.problems = {k: m.copy() for k, m in self.problems.items()}
-        other.named = tuple(
-            {name: ordinals[:] for name, ordinals in index.items()}
-            for index in self.named
-        )
-        other.quotes, other.quoted_rating = dict(self.quotes), self.quoted_rating
-        return other
-
-    def figures(self, ordinals: list[int]) -> dict[str, Any]:
-        """Statistics of the reviews at C{ordinals}, which mention something."""
-        scores = [s for s in map(self.scores.__getitem__, ordinals) if s is not None]
-        count = len(ordinals)
-        return {
-            "mention_count": count,
-            "average_rating": (
-                round(sum(map(self.ratings.__getitem__, ordinals)) / count, 2)
-                if count
-                else None
-            ),
-            "sentiment_score": _fmean(scores, 4),
-            "positive_pct": _pct(
-                sum(map(POSITIVE_THRESHOLD.__le__, scores)), len(scores)
-            ),
-            "example_review_ids": self.newest(ordinals),
-        }
-
-    def newest(self, ordinals: list[int]) -> list[str]:
-        return [self.ids[o] for o in reversed(ordinals[-EXAMPLES:])]
-
-
 @attrs.frozen
 class Checkpoint:
     """
@@ -346,7 +211,7 @@ class Checkpoint:
 
     key: str
     reviews: tuple[Review, ...]
-    tally: _Tally
+    tally: Tally
 
 
 def top_phrases(
@@ -391,150 +256,6 @@ def top_phrases(
     return chosen
 
 
-def _problems(analysis: Analysis, rating: int) -> list[tuple[str, list[str]]]:
-    """
-    The kinds of complaint counted for a review, with their phrases: from
-    negative sentences in reviews rated 1 to 4, and from neutral ones too
-    in reviews rated 1 or 2.
-    """
-    counted: list[tuple[str, list[str]]] = []
-    if rating == 5:
-        return counted
-    for problem, sentences in analysis["p"]:
-        phrases: list[str] = []
-        hit = False
-        for compound, sentence_phrases in sentences:
-            if compound <= NEGATIVE_THRESHOLD or (
-                rating <= 2 and compound < POSITIVE_THRESHOLD
-            ):
-                hit = True
-                phrases.extend(p for p in sentence_phrases if p not in phrases)
-        if hit:
-            counted.append((problem, phrases))
-    return counted
-
-
-class _Memo:
-    """
-    What one review contributes, for one rating: kept on its cache entry
-    between derivations, with its C{per_review} entry as JSON, so that a
-    derivation costs a pass over these and the reviews analysed anew.
-    Once published, that JSON is a view of the published document
-    (L{share_per_review}).
-    """
-
-    __slots__ = (
-        "rating",
-        "score",
-        "aspects",
-        "problems",
-        "topics",
-        "mentions",
-        "quotes",
-        "json",
-    )
-
-    def __init__(
-        self, review_id: str, analysis: Analysis, mentions: Mentions, rating: int
-    ) -> None:
-        self.rating = rating
-        self.score = analysis["s"]
-        # phrases and ids repeat across reviews: one string object each
-        self.aspects = tuple(
-            (
-                intern(aspect),
-                value,
-                tuple(map(intern, phrases)),
-                (value >= POSITIVE_THRESHOLD and rating >= 4)
-                or (value <= NEGATIVE_THRESHOLD and rating <= 3),
-            )
-            for aspect, value, phrases in analysis["a"]
-        )
-        self.problems = tuple(
-            (intern(problem), tuple(map(intern, phrases)))
-            for problem, phrases in _problems(analysis, rating)
-        )
-        self.topics = tuple(map(intern, analysis["t"]))
-        self.mentions = mentions
-        # only the best-rated reviews' sentences can be the pull quote
-        self.quotes = (
-            tuple(
-                (sentence, compound, tuple(map(intern, aspect_ids)))
-                for sentence, compound, aspect_ids in analysis["q"]
-            )
-            if rating >= 4
-            else ()
-        )
-        score = self.score
-        technicians, services, areas = mentions
-        self.json = _entry_json(
-            review_id,
-            {
-                "sentiment": (
-                    None if score is None else {"score": score, "label": label(score)}
-                ),
-                "sentence_scores": analysis["c"],
-                "aspects": [
-                    {"id": aspect, "score": value, "label": label(value)}
-                    for aspect, value, _ in analysis["a"]
-                ],
-                "topics": analysis["t"],
-                "problems": [problem for problem, _ in self.problems],
-                "mentions": {
-                    "technicians": technicians,
-                    "services": services,
-                    "areas": areas,
-                },
-            },
-        )
-
-
-def _member(held: _Memo | bytes) -> bytes | memoryview:
-    return held if held.__class__ is bytes else held.json  # type: ignore[union-attr]
-
-
-def share_per_review(cache: ReviewCache, body: bytes, start: int) -> None:
-    """
-    Point the memos of C{cache}'s last derivation at their C{per_review}
-    members in C{body}, the published document, where that derivation's
-    C{per_review} value starts at C{start}: one copy of the members is
-    held, not two.
-    """
-    members, cache.published = cache.published, None
-    if members is None:
-        return
-    view = memoryview(body)
-    offset = start + 1  # past the opening brace
-    for held in reversed(members):
-        size = len(_member(held))
-        if held.__class__ is not bytes:
-            held.json = view[offset : offset + size]  # type: ignore[union-attr]
-        offset += size + 1
-
-
-def _entry_json(review_id: str, value: dict[str, Any]) -> bytes:
-    """One C{per_review} member: the review's id, then its entry."""
-    return orjson.dumps({review_id: value})[1:-1]
-
-
-_RATING_ONLY = orjson.dumps(
-    {
-        "sentiment": None,
-        "sentence_scores": [],
-        "aspects": [],
-        "topics": [],
-        "problems": [],
-        "mentions": {"technicians": [], "services": [], "areas": []},
-    }
-)
-
-
-#: How many of the newest reviews a derivation's checkpoint leaves out:
-#: new reviews, and replies to recent ones, land there, so that the next
-#: derivation adds up only those.
-CHECKPOINT_DISTANCE = 2_000
-
-
 def derive_insights(
     dataset: Dataset,
     matcher: Matcher,
@@ -548,7 +269,10 @@ def derive_insights(
     the cache is the caller's business.
     """
     with paused():
-        return _derive(dataset, matcher, cache, generated_at)
+        tally = _add_up(dataset, matcher, cache)
+        cache.retain(tally.ids)
+        cache.published = tally.per_review
+        return _document(dataset, tally, generated_at)
 
 
 def _resume(
@@ -567,118 +291,144 @@ def _resume(
     return done
 
 
-def _derive(
-    dataset: Dataset,
-    matcher: Matcher,
-    cache: ReviewCache,
-    generated_at: str,
-) -> dict[str, Any]:
+def _add_up(dataset: Dataset, matcher: Matcher, cache: ReviewCache) -> Tally:
+    """
+    The tally of every review, oldest first: from the cache's checkpoint
+    when it still holds, leaving there a new one L{CHECKPOINT_DISTANCE}
+    reviews from the newest.
+    """
     business = dataset.business
     key = business_key(business)
     reviews = dataset.reviews
     size = len(reviews)
     start = _resume(reviews, key, cache.checkpoint)
-    tally = cache.checkpoint.tally.copy(business) if start else _Tally(business)
+    tally = cache.checkpoint.tally.copy(business) if start else Tally(business)
     if not start:
         cache.checkpoint = None  # of no more use, and holding old memos
     mark = max(start, size - CHECKPOINT_DISTANCE)
-
-    ids, ratings, scores = tally.ids, tally.ratings, tally.scores
-    months, aspects, problems = tally.months, tally.aspects, tally.problems
-    per_review, quotes = tally.per_review, tally.quotes
-    topics, technicians, services, areas = tally.named
-
     for ordinal in range(start, size):
         if ordinal == mark and mark > start:
             cache.checkpoint = Checkpoint(
                 key, reviews[size - ordinal :][::-1], tally.copy(business)
             )
         review = reviews[-1 - ordinal]
-        rating = review.rating
-        review_id = review.id
-        ids.append(review_id)
-        ratings.append(rating)
-        month = month_key(review.date)
-        month_tally = months.get(month)
-        if month_tally is None:
-            month_tally = months[month] = MonthTally()
         text = review.text
         if text is None:
-            scores.append(None)
-            month_tally.add(rating, None)
-            per_review.append(orjson.dumps(review_id) + b":" + _RATING_ONLY)
+            tally.add_rating_only(review)
             continue
-        entry = cache.entry(review_id, text)
-        if entry.mentions_key != key or entry.mentions is None:
-            cache.mentions(review_id, entry, key, lambda t=text: _mentions(matcher, t))
-        memo = entry.memo
-        if memo is None or memo.rating != rating:
-            entry, analysis = cache.read(review_id, entry)
-            mentions = cache.mentions(
-                review_id, entry, key, lambda t=text: _mentions(matcher, t)
-            )
-            memo = entry.memo = _Memo(review_id, analysis, mentions, rating)
-        score = memo.score
-        scores.append(score)
-        month_tally.add(rating, score)
-        per_review.append(memo)
-
-        for aspect, value, phrases, agrees in memo.aspects:
-            mentioned = aspects.get(aspect)
-            if mentioned is not None:
-                mentioned.ordinals.append(ordinal)
-                mentioned.values.append(value)
-                mentioned.phrases.append(phrases)
-                mentioned.agrees.append(agrees)
-        for problem, phrases in memo.problems:
-            mentioned = problems.get(problem)
-            if mentioned is not None:
-                mentioned.ordinals.append(ordinal)
-                mentioned.phrases.append(phrases)
-                mentioned.agrees.append(False)
-        found_technicians, found_services, found_areas = memo.mentions
-        for index, names in (
-            (topics, memo.topics),
-            (technicians, found_technicians),
-            (services, found_services),
-            (areas, found_areas),
+        entry = cache.entry(review.id, text)
+        memo: Memo | None = entry.memo
+        if (
+            memo is None
+            or memo.rating != review.rating
+            or entry.mentions_key != key
+            or entry.mentions is None
         ):
-            for name in names:
-                ordinals = index.get(name)
-                if ordinals is not None:
-                    ordinals.append(ordinal)
+            memo = _memo(review, text, entry, key, matcher, cache)
+        tally.add(ordinal, review, memo)
+    return tally
 
-        if memo.quotes and rating >= tally.quoted_rating:
-            if rating > tally.quoted_rating:
-                quotes.clear()
-                tally.quoted_rating = rating
-            for sentence, compound, aspect_ids in memo.quotes:
-                candidate = (review_id, sentence, rating, compound, aspect_ids)
-                best = quotes.get(aspect_ids)
-                if best is None or quote_order(candidate) < quote_order(best):
-                    quotes[aspect_ids] = candidate
-    cache.retain(ids)
-    cache.published = per_review
 
+def _memo(
+    review: Review,
+    text: str,
+    entry: Entry,
+    key: str,
+    matcher: Matcher,
+    cache: ReviewCache,
+) -> Memo:
+    """
+    What C{review} contributes, when its cache C{entry} has no memo for it:
+    the text is new, or its stars or the business fingerprint C{key}
+    changed.
+    """
+    review_id = review.id
+    find = partial(_mentions, matcher, text)
+    if entry.mentions_key != key or entry.mentions is None:
+        cache.mentions(review_id, entry, key, find)  # and forgets the memo
+    memo: Memo | None = entry.memo
+    if memo is None or memo.rating != review.rating:
+        entry, analysis = cache.read(review_id, entry)
+        mentions = entry.mentions
+        if entry.mentions_key != key or mentions is None:  # a new entry
+            mentions = cache.mentions(review_id, entry, key, find)
+        memo = entry.memo = Memo(review_id, analysis, mentions, review.rating)
+    return memo
+
+
+def _document(dataset: Dataset, tally: Tally, generated_at: str) -> dict[str, Any]:
+    """The document, from the tally of C{dataset}'s reviews."""
+    overall_sentiment = _overall_sentiment(tally.scores)
+    aspects = _aspects(tally)
+    entities = _entities(tally, dataset.business)
+    dates = [r.date for r in dataset.reviews]
+    date_range = {
+        "earliest": min(dates).isoformat() if dates else None,
+        "latest": max(dates).isoformat() if dates else None,
+    }
+    trend_word, trend_basis = trend(tally.months)
+    figures = Figures(
+        business_name=dataset.business.name,
+        review_count=len(tally.ids),
+        date_range=date_range,
+        ratings={stars: tally.ratings.count(stars) for stars in range(1, 6)},
+        overall=overall_sentiment,
+        aspects=aspects,
+        entities=entities,
+        trend=trend_word,
+        trend_basis=trend_basis,
+    )
+    quote, quote_id = pull_quote(list(tally.quotes.values()), aspects)
+    return {
+        "version": INSIGHTS_VERSION,
+        "generated_at": generated_at,
+        "model": MODEL,
+        "method": dict(METHOD),
+        "review_count": len(tally.ids),
+        "date_range": date_range,
+        "overall_sentiment": overall_sentiment,
+        "aspects": aspects,
+        "entities": entities,
+        "topics": _topics(tally),
+        "temporal": {
+            "monthly": monthly(tally.months),
+            "trend": trend_word,
+            "trend_rule": TREND_RULE,
+            "trend_basis": trend_basis,
+        },
+        # already JSON: a hundred thousand entries are not worth objects
+        "per_review": orjson.Fragment(tally.per_review_json()),
+        "faq": faq(figures),
+        "summary": summary(figures),
+        "pull_quote": quote,
+        "pull_quote_review_id": quote_id,
+    }
+
+
+def _overall_sentiment(scores: Sequence[float | None]) -> dict[str, Any]:
+    """The C{overall_sentiment} group: the scored reviews by label."""
     scored = [s for s in scores if s is not None]
     positive = sum(map(POSITIVE_THRESHOLD.__le__, scored))
     negative = sum(map(NEGATIVE_THRESHOLD.__ge__, scored))
-    overall_sentiment = {
-        "score": _fmean(scored, 4),
-        "positive_pct": _pct(positive, len(scored)),
-        "neutral_pct": _pct(len(scored) - positive - negative, len(scored)),
-        "negative_pct": _pct(negative, len(scored)),
+    return {
+        "score": exact_mean(scored, 4),
+        "positive_pct": pct(positive, len(scored)),
+        "neutral_pct": pct(len(scored) - positive - negative, len(scored)),
+        "negative_pct": pct(negative, len(scored)),
         "scored_review_count": len(scored),
     }
 
-    aspect_list = []
+
+def _aspects(tally: Tally) -> list[dict[str, Any]]:
+    """The C{aspects} group: every aspect, most mentioned first."""
+    aspects: list[dict[str, Any]] = []
     for aspect in ASPECTS:
-        mentioned = aspects[aspect.id]
+        mentioned = tally.aspects[aspect.id]
         values = mentioned.values
         count = len(values)
         positive = sum(map(POSITIVE_THRESHOLD.__le__, values))
         negative = sum(map(NEGATIVE_THRESHOLD.__ge__, values))
-        aspect_list.append(
+        aspects.append(
             {
                 "id": aspect.id,
                 "label": aspect.label,
@@ -686,106 +436,70 @@ def _derive(
                 "positive_count": positive,
                 "neutral_count": count - positive - negative,
                 "negative_count": negative,
-                "positive_pct": _pct(positive, count),
-                "score": _fmean(values, 4),
+                "positive_pct": pct(positive, count),
+                "score": exact_mean(values, 4),
                 "top_phrases": top_phrases(*mentioned.counts()),
                 "example_review_ids": tally.newest(mentioned.ordinals),
             }
         )
     # Most mentioned first; sorted() is stable, so ties keep taxonomy order.
-    aspect_list.sort(key=lambda a: -a["mention_count"])
+    aspects.sort(key=lambda a: -a["mention_count"])
+    return aspects
 
-    def ranked(items: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
-        return sorted(items, key=lambda item: (-item["mention_count"], item[by]))
 
-    entities = {
-        "technicians": ranked(
+def _ranked(items: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
+    """Most mentioned first, then by the C{by} field."""
+    return sorted(items, key=lambda item: (-item["mention_count"], item[by]))
+
+
+def _entities(tally: Tally, business: Business) -> dict[str, list[dict[str, Any]]]:
+    """The C{entities} group: technicians, services, problems and places."""
+    return {
+        "technicians": _ranked(
             [
                 {"name": name, **tally.figures(ordinals)}
-                for name, ordinals in technicians.items()
+                for name, ordinals in tally.technicians.items()
             ],
             "name",
         ),
-        "services": ranked(
+        "services": _ranked(
             [
-                {"id": s.id, "name": s.name, **tally.figures(services[s.id])}
+                {"id": s.id, "name": s.name, **tally.figures(tally.services[s.id])}
                 for s in business.services
             ],
             "id",
         ),
-        "problems": ranked(
+        "problems": _ranked(
             [
                 {
                     "id": p.id,
                     "label": p.label,
-                    "mention_count": len(problems[p.id].ordinals),
-                    "top_phrases": top_phrases(*problems[p.id].counts()),
-                    "example_review_ids": tally.newest(problems[p.id].ordinals),
+                    "mention_count": len(mentioned.ordinals),
+                    "top_phrases": top_phrases(*mentioned.counts()),
+                    "example_review_ids": tally.newest(mentioned.ordinals),
                 }
                 for p in PROBLEMS
-                if problems[p.id].ordinals
+                if (mentioned := tally.problems[p.id]).ordinals
             ],
             "id",
         ),
-        "service_areas": ranked(
+        "service_areas": _ranked(
             [
                 {"name": name, **tally.figures(ordinals)}
-                for name, ordinals in areas.items()
+                for name, ordinals in tally.areas.items()
             ],
             "name",
         ),
     }
-    topic_list = ranked(
+
+
+def _topics(tally: Tally) -> list[dict[str, Any]]:
+    """The C{topics} group: the topics found at least once."""
+    return _ranked(
         [
-            {"id": t.id, "label": t.label, **tally.figures(topics[t.id])}
+            {"id": t.id, "label": t.label, **tally.figures(tally.topics[t.id])}
             for t in TOPICS
-            if topics[t.id]
+            if tally.topics[t.id]
         ],
         "id",
     )
-
-    dates = [r.date for r in dataset.reviews]
-    date_range = {
-        "earliest": min(dates).isoformat() if dates else None,
-        "latest": max(dates).isoformat() if dates else None,
-    }
-    trend_word, trend_basis = trend(months)
-    figures = Figures(
-        business_name=business.name,
-        review_count=len(ids),
-        date_range=date_range,
-        ratings={stars: ratings.count(stars) for stars in range(1, 6)},
-        overall=overall_sentiment,
-        aspects=aspect_list,
-        entities=entities,
-        trend=trend_word,
-        trend_basis=trend_basis,
-    )
-    quote, quote_id = pull_quote(list(quotes.values()), aspect_list)
-
-    return {
-        "version": INSIGHTS_VERSION,
-        "generated_at": generated_at,
-        "model": MODEL,
-        "method": dict(METHOD),
-        "review_count": len(ids),
-        "date_range": date_range,
-        "overall_sentiment": overall_sentiment,
-        "aspects": aspect_list,
-        "entities": entities,
-        "topics": topic_list,
-        "temporal": {
-            "monthly": monthly(months),
-            "trend": trend_word,
-            "trend_rule": TREND_RULE,
-            "trend_basis": trend_basis,
-        },
-        # already JSON: a hundred thousand entries are not worth objects
-        "per_review": orjson.Fragment(
-            b"{%s}" % b",".join([_member(m) for m in reversed(per_review)])
-        ),
-        "faq": faq(figures),
-        "summary": summary(figures),
-        "pull_quote": quote,
-        "pull_quote_review_id": quote_id,
-    }

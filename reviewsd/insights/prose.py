@@ -9,7 +9,7 @@ prose never disagrees with them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from reviewsd.insights.temporal import WINDOW_MONTHS
 
@@ -287,13 +287,28 @@ def summary(figures: Figures) -> str:
     return " ".join(sentences)
 
 
-Candidate = tuple[str, str, int, float, Sequence[str]]
-"""A pull-quote candidate: review id, sentence, rating, compound, aspect ids."""
+class Candidate(NamedTuple):
+    """A pull-quote candidate: a sentence of a review, as written."""
+
+    review_id: str
+    sentence: str
+    rating: int
+    compound: float
+    aspect_ids: Sequence[str]
+
+    @property
+    def order(self) -> tuple[float, int, str, str]:
+        """How candidates of the same aspects rank: see L{pull_quote}."""
+        return quote_order(self.review_id, self.sentence, self.compound)
 
 
-def quote_order(candidate: Candidate) -> tuple[Any, ...]:
-    """How candidates of the same aspects rank: see L{pull_quote}."""
-    review_id, sentence, _, compound, _ = candidate
+def quote_order(
+    review_id: str, sentence: str, compound: float
+) -> tuple[float, int, str, str]:
+    """
+    How candidates of the same aspects rank (L{Candidate.order}), for a
+    sentence not yet made a candidate.
+    """
     return (-compound, len(sentence), review_id, sentence)
 
 
@@ -312,8 +327,8 @@ def pull_quote(
     praise = {a["id"]: a["positive_count"] for a in aspects}
 
     def rank(candidate: Candidate) -> tuple[Any, ...]:
-        weight = sum(praise.get(i, 0) for i in candidate[4])
-        return (-weight, *quote_order(candidate))
+        weight = sum(praise.get(i, 0) for i in candidate.aspect_ids)
+        return (-weight, *candidate.order)
 
-    review_id, sentence, *_ = min(candidates, key=rank)
-    return sentence, review_id
+    best = min(candidates, key=rank)
+    return best.sentence, best.review_id

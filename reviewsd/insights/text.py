@@ -44,7 +44,7 @@ def normalise(text: str) -> str:
 
 def split_sentences(text: str) -> list[str]:
     """The sentences of C{text}, stripped, without empty ones."""
-    sentences = []
+    sentences: list[str] = []
     start = 0
     for m in _BOUNDARY.finditer(text):
         if m.group()[0] == "." and "\n" not in m.group():

@@ -1,0 +1,370 @@
+"""
+What a derivation adds up: each review's contribution (L{Memo}) and the
+running totals of a pass over the reviews, oldest first (L{Tally}), from
+which L{reviewsd.insights.derive} computes the document.
+
+A memo lives on the review's cache entry between derivations, with the
+review's C{per_review} member as JSON, so that a derivation costs a pass
+over the memos and the reviews analysed anew; once the document is
+published, that JSON is a view of its bytes (L{share_per_review}).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from itertools import chain, compress
+from sys import intern
+from typing import Any
+
+import orjson
+
+from reviewsd.data.model import Business, Review
+from reviewsd.insights.analysis import Analysis
+from reviewsd.insights.cache import Mentions, ReviewCache
+from reviewsd.insights.data import ASPECTS, PROBLEMS, TOPICS
+from reviewsd.insights.prose import Candidate, quote_order
+from reviewsd.insights.sentiment import NEGATIVE_THRESHOLD, POSITIVE_THRESHOLD, label
+from reviewsd.insights.temporal import MonthTally, month_key
+
+EXAMPLES = 5
+#: Top phrases come from the newest mentions only, at most this many per
+#: aspect or kind of problem, so that their cost does not grow with the data.
+PHRASE_MENTIONS = 10_000
+
+
+def pct(part: int, whole: int) -> float | None:
+    """C{part} as a percentage of C{whole}, rounded to 1 place."""
+    return round(100 * part / whole, 1) if whole else None
+
+
+def exact_mean(values: list[float], places: int) -> float | None:
+    """The mean, exactly summed: the same whatever order the values came in."""
+    return round(math.fsum(values) / len(values), places) if values else None
+
+
+def counted_problems(
+    analysis: Analysis, rating: int
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """
+    The kinds of complaint counted for a review, with their phrases (shared
+    strings): from negative sentences in reviews rated 1 to 4, and from
+    neutral ones too in reviews rated 1 or 2.
+    """
+    if rating == 5 or not analysis.problems:
+        return ()
+    counted = []
+    for problem, sentences in analysis.problems:
+        phrases: list[str] = []
+        hit = False
+        for compound, sentence_phrases in sentences:
+            if compound <= NEGATIVE_THRESHOLD or (
+                rating <= 2 and compound < POSITIVE_THRESHOLD
+            ):
+                hit = True
+                phrases.extend(p for p in sentence_phrases if p not in phrases)
+        if hit:
+            counted.append((intern(problem), tuple(map(intern, phrases))))
+    return tuple(counted)
+
+
+class Memo:
+    """
+    What one review contributes, for one rating: the parts of its analysis
+    that a pass adds up, the very tuples the analysis holds.
+
+    @ivar aspects: as L{Analysis.aspects}.
+    @ivar problems: C{(problem id, phrases)} for each kind of complaint
+        counted for the review (L{counted_problems}).
+    @ivar topics: as L{Analysis.topics}.
+    @ivar mentions: the technicians, services and places the text names.
+    @ivar quotes: as L{Analysis.quotes}; none below 4 stars, whose
+        sentences are never quoted.
+    @ivar json: the review's C{per_review} member (L{member_json}).
+    """
+
+    __slots__ = (
+        "rating",
+        "score",
+        "aspects",
+        "problems",
+        "topics",
+        "mentions",
+        "quotes",
+        "json",
+    )
+
+    def __init__(
+        self, review_id: str, analysis: Analysis, mentions: Mentions, rating: int
+    ) -> None:
+        self.rating = rating
+        self.score = analysis.score
+        self.aspects = analysis.aspects
+        self.problems = counted_problems(analysis, rating)
+        self.topics = analysis.topics
+        self.mentions = mentions
+        self.quotes = analysis.quotes if rating >= 4 else ()
+        self.json: bytes | memoryview = member_json(
+            review_id, analysis, [problem for problem, _ in self.problems], mentions
+        )
+
+
+def member_json(
+    review_id: str, analysis: Analysis, problems: list[str], mentions: Mentions
+) -> bytes:
+    """One C{per_review} member: the review's id, then its entry."""
+    score = analysis.score
+    technicians, services, areas = mentions
+    entry = {
+        "sentiment": None if score is None else {"score": score, "label": label(score)},
+        "sentence_scores": analysis.sentence_scores,
+        "aspects": [
+            {"id": aspect, "score": value, "label": label(value)}
+            for aspect, value, _ in analysis.aspects
+        ],
+        "topics": analysis.topics,
+        "problems": problems,
+        "mentions": {
+            "technicians": technicians,
+            "services": services,
+            "areas": areas,
+        },
+    }
+    return orjson.dumps({review_id: entry})[1:-1]
+
+
+_RATING_ONLY = orjson.dumps(
+    {
+        "sentiment": None,
+        "sentence_scores": [],
+        "aspects": [],
+        "topics": [],
+        "problems": [],
+        "mentions": {"technicians": [], "services": [], "areas": []},
+    }
+)
+
+
+def rating_only_json(review_id: str) -> bytes:
+    """The C{per_review} member of a review without text."""
+    return orjson.dumps(review_id) + b":" + _RATING_ONLY
+
+
+class Mentioned:
+    """
+    Reviews that mention one aspect or kind of problem, by ordinal (oldest
+    first).
+    """
+
+    __slots__ = ("ordinals", "values", "phrases", "agrees")
+
+    def __init__(self) -> None:
+        self.ordinals: list[int] = []
+        #: The aspect's score in each of those reviews.
+        self.values: list[float] = []
+        #: Each mention's phrases, and whether its sentiment agrees with
+        #: the stars (positive at 4-5, negative at 1-3).
+        self.phrases: list[tuple[str, ...]] = []
+        self.agrees: list[bool] = []
+
+    def copy(self) -> Mentioned:
+        other = Mentioned()
+        other.ordinals, other.values = self.ordinals[:], self.values[:]
+        other.phrases, other.agrees = self.phrases[:], self.agrees[:]
+        return other
+
+    def counts(self) -> tuple[Counter[str], Counter[str]]:
+        """The phrases of the newest mentions, and of those that agree."""
+        phrases = self.phrases[-PHRASE_MENTIONS:]
+        agreeing = compress(phrases, self.agrees[-PHRASE_MENTIONS:])
+        return Counter(chain.from_iterable(phrases)), Counter(
+            chain.from_iterable(agreeing)
+        )
+
+
+Index = dict[str, list[int]]
+"""The ordinals of the reviews that mention each topic, technician, ...: by key."""
+
+
+class Tally:
+    """
+    What a pass over the reviews, oldest first, adds up: the document is
+    computed from it.  Because a pass only appends, a copy taken part way
+    is where the next derivation can start when its older reviews are the
+    same objects (L{ReviewCache.checkpoint}).
+    """
+
+    __slots__ = (
+        "ids",
+        "ratings",
+        "scores",
+        "months",
+        "aspects",
+        "problems",
+        "topics",
+        "technicians",
+        "services",
+        "areas",
+        "per_review",
+        "quotes",
+        "quoted_rating",
+    )
+
+    def __init__(self, business: Business) -> None:
+        self.ids: list[str] = []
+        self.ratings: list[int] = []
+        self.scores: list[float | None] = []
+        self.months: dict[int, MonthTally] = {}
+        self.aspects = {a.id: Mentioned() for a in ASPECTS}
+        self.problems = {p.id: Mentioned() for p in PROBLEMS}
+        self.topics: Index = {t.id: [] for t in TOPICS}
+        self.technicians: Index = {t.name: [] for t in business.technicians}
+        self.services: Index = {s.id: [] for s in business.services}
+        self.areas: Index = {a: [] for a in business.service_areas}
+        #: Each review's C{per_review} member: its memo, or the JSON of a
+        #: review without text.
+        self.per_review: list[Memo | bytes] = []
+        #: The best pull-quote candidate for each set of aspects (all that
+        #: the choice between candidates of equal aspects depends on), from
+        #: the best-rated reviews.
+        self.quotes: dict[tuple[str, ...], Candidate] = {}
+        self.quoted_rating = 4
+
+    def copy(self, business: Business) -> Tally:
+        other = Tally(business)
+        other.ids, other.ratings = self.ids[:], self.ratings[:]
+        other.scores, other.per_review = self.scores[:], self.per_review[:]
+        other.months = {month: t.copy() for month, t in self.months.items()}
+        other.aspects = {k: m.copy() for k, m in self.aspects.items()}
+        other.problems = {k: m.copy() for k, m in self.problems.items()}
+        other.topics, other.technicians, other.services, other.areas = (
+            {name: ordinals[:] for name, ordinals in index.items()}
+            for index in (self.topics, self.technicians, self.services, self.areas)
+        )
+        other.quotes, other.quoted_rating = dict(self.quotes), self.quoted_rating
+        return other
+
+    # --- adding up ---------------------------------------------------------
+
+    def add_rating_only(self, review: Review) -> None:
+        """Add a review without text: it counts for ratings and months only."""
+        self.ids.append(review.id)
+        self.ratings.append(review.rating)
+        self.scores.append(None)
+        self._month(review).add(review.rating, None)
+        self.per_review.append(rating_only_json(review.id))
+
+    def add(self, ordinal: int, review: Review, memo: Memo) -> None:
+        """Add a review with text, the next one (C{ordinal}), by its memo."""
+        rating = review.rating
+        score = memo.score
+        self.ids.append(review.id)
+        self.ratings.append(rating)
+        self.scores.append(score)
+        self._month(review).add(rating, score)
+        self.per_review.append(memo)
+        aspects = self.aspects
+        # whether an aspect's score agrees with the stars: positive at 4-5,
+        # negative at 1-3
+        agrees = POSITIVE_THRESHOLD.__le__ if rating >= 4 else NEGATIVE_THRESHOLD.__ge__
+        for aspect, value, phrases in memo.aspects:
+            mentioned = aspects.get(aspect)
+            if mentioned is not None:
+                mentioned.ordinals.append(ordinal)
+                mentioned.values.append(value)
+                mentioned.phrases.append(phrases)
+                mentioned.agrees.append(agrees(value))
+        problems = self.problems
+        for problem, phrases in memo.problems:
+            mentioned = problems.get(problem)
+            if mentioned is not None:
+                mentioned.ordinals.append(ordinal)
+                mentioned.phrases.append(phrases)
+                mentioned.agrees.append(False)
+        technicians, services, areas = memo.mentions
+        for index, names in (
+            (self.topics, memo.topics),
+            (self.technicians, technicians),
+            (self.services, services),
+            (self.areas, areas),
+        ):
+            for name in names:
+                ordinals = index.get(name)
+                if ordinals is not None:
+                    ordinals.append(ordinal)
+        if memo.quotes and rating >= self.quoted_rating:
+            self._add_quotes(review, memo)
+
+    def _month(self, review: Review) -> MonthTally:
+        """The tally of the review's month."""
+        month = month_key(review.date)
+        month_tally = self.months.get(month)
+        if month_tally is None:
+            month_tally = self.months[month] = MonthTally()
+        return month_tally
+
+    def _add_quotes(self, review: Review, memo: Memo) -> None:
+        """Keep the review's quotes that beat the candidates of their aspects."""
+        rating = review.rating
+        quotes = self.quotes
+        if rating > self.quoted_rating:
+            quotes.clear()
+            self.quoted_rating = rating
+        for sentence, compound, aspect_ids in memo.quotes:
+            best = quotes.get(aspect_ids)
+            if best is None or quote_order(review.id, sentence, compound) < best.order:
+                quotes[aspect_ids] = Candidate(
+                    review.id, sentence, rating, compound, aspect_ids
+                )
+
+    # --- figures -----------------------------------------------------------
+
+    def figures(self, ordinals: list[int]) -> dict[str, Any]:
+        """Statistics of the reviews at C{ordinals}, which mention something."""
+        scores = [s for s in map(self.scores.__getitem__, ordinals) if s is not None]
+        count = len(ordinals)
+        return {
+            "mention_count": count,
+            "average_rating": (
+                round(sum(map(self.ratings.__getitem__, ordinals)) / count, 2)
+                if count
+                else None
+            ),
+            "sentiment_score": exact_mean(scores, 4),
+            "positive_pct": pct(
+                sum(map(POSITIVE_THRESHOLD.__le__, scores)), len(scores)
+            ),
+            "example_review_ids": self.newest(ordinals),
+        }
+
+    def newest(self, ordinals: list[int]) -> list[str]:
+        """The ids of the newest reviews at C{ordinals}, newest first."""
+        return [self.ids[o] for o in reversed(ordinals[-EXAMPLES:])]
+
+    def per_review_json(self) -> bytes:
+        """The C{per_review} object, newest first, as JSON."""
+        return b"{%s}" % b",".join([member(m) for m in reversed(self.per_review)])
+
+
+def member(held: Memo | bytes) -> bytes | memoryview:
+    """The C{per_review} member of what the tally holds for one review."""
+    return held if isinstance(held, bytes) else held.json
+
+
+def share_per_review(cache: ReviewCache, body: bytes, start: int) -> None:
+    """
+    Point the memos of C{cache}'s last derivation at their C{per_review}
+    members in C{body}, the published document, where that derivation's
+    C{per_review} value starts at C{start}: one copy of the members is
+    held, not two.
+    """
+    members, cache.published = cache.published, None
+    if members is None:
+        return
+    view = memoryview(body)
+    offset = start + 1  # past the opening brace
+    for held in reversed(members):
+        size = len(member(held))
+        if not isinstance(held, bytes):
+            held.json = view[offset : offset + size]
+        offset += size + 1
