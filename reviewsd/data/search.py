@@ -390,8 +390,12 @@ class SearchIndex:
         self._texts: list[str] = []
         for position, review in enumerate(reviews):
             before = origin[position] if previous is not None else -1
-            if before >= 0 and previous._reviews[before].text == review.text:  # type: ignore[union-attr]
-                self._texts.append(previous._texts[before])  # type: ignore[union-attr]
+            if (
+                previous is not None
+                and before >= 0
+                and previous._reviews[before].text == review.text
+            ):
+                self._texts.append(previous._texts[before])
             else:
                 self._texts.append(fold_text(review.text) if review.text else "")
 

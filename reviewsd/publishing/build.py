@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from reviewsd.data.documents import (
+    Records,
     render_atom,
     render_json_feed,
     render_llms_txt,
@@ -127,6 +128,86 @@ def _insights(
 _PER_REVIEW = b',"per_review":'
 
 
+class _Documents:
+    """
+    The documents of one build: each is built (compressed and hashed) in a
+    pool of two threads, in C without the GIL, on another core beside the
+    Python work of deriving and indexing; one whose bytes equal the
+    previous snapshot's is that one, so that its C{Last-Modified} stays.
+    """
+
+    def __init__(
+        self, links: Links, modified: float, previous: Snapshot | None
+    ) -> None:
+        self._links, self._modified, self._previous = links, int(modified), previous
+        self._pool = ThreadPoolExecutor(2, thread_name_prefix="reviewsd-compress")
+        self._pending: dict[str, Future[Document]] = {}
+        self.built: dict[str, Document] = {}
+
+    def publish(
+        self,
+        path: str,
+        body: bytes,
+        content_type: bytes,
+        topic: bool,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> None:
+        link = self._links.topic_links(path) if topic else None
+        self._pending[path] = self._pool.submit(
+            Document.build, body, content_type, self._modified, link, headers
+        )
+
+    def settle(self) -> MappingProxyType[str, Document]:
+        """Every document published so far, built."""
+        previous = self._previous
+        for path, future in self._pending.items():
+            document = future.result()
+            earlier = None if previous is None else previous.documents.get(path)
+            if earlier is not None and document.same_content(earlier):
+                document = earlier
+            self.built[path] = document
+        self._pending.clear()
+        return MappingProxyType(dict(self.built))
+
+    def close(self) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+
+def _records(dataset: Dataset, previous: Snapshot | None) -> tuple[Records, list[int]]:
+    """
+    The published records, and each review's position in the previous
+    snapshot (by id; -1 if new): what was made of a review there is taken
+    from there when it still holds.
+    """
+    if previous is None:
+        return render_reviews(dataset), []
+    before = {r.id: p for p, r in enumerate(previous.dataset.reviews)}
+    origin = [before.get(r.id, -1) for r in dataset.reviews]
+    records = render_reviews(
+        dataset, previous.records, previous.dataset.reviews, origin
+    )
+    return records, origin
+
+
+def _publish_pages(documents: _Documents, snapshot: Snapshot) -> None:
+    """The pages, which show what the data documents and the index hold."""
+    page = ((b"Content-Security-Policy", CONTENT_SECURITY_POLICY),)
+    home = (
+        *page,
+        # / answers JSON clients with a redirect to the dataset
+        (b"Vary", b"Accept-Encoding, Accept"),
+        (
+            b"Link",
+            b'<%s>; rel="alternate"; type="application/json"'
+            % snapshot.links.reviews.encode(),
+        ),
+    )
+    documents.publish(HOME_PATH, render_home(snapshot), HTML_TYPE, False, home)
+    developers = render_developers(snapshot, TOOLS, SUPPORTED)
+    documents.publish(DEVELOPERS_PATH, developers, HTML_TYPE, False, page)
+    documents.publish(STYLESHEET_PATH, STYLESHEET, STYLESHEET_TYPE, False)
+
+
 def build_snapshot(
     dataset: Dataset,
     links: Links,
@@ -147,54 +228,20 @@ def build_snapshot(
     matcher = Matcher(dataset.business)
     if cache is None:
         cache = ReviewCache()
-    documents: dict[str, Document] = {}
-    pending: dict[str, Future[Document]] = {}
-    # compressing and hashing run in C without the GIL: on another core,
-    # beside the Python work of deriving and indexing
-    pool = ThreadPoolExecutor(2, thread_name_prefix="reviewsd-compress")
-
-    def publish(
-        path: str,
-        body: bytes,
-        content_type: bytes,
-        topic: bool,
-        headers: tuple[tuple[bytes, bytes], ...] = (),
-    ) -> None:
-        link = links.topic_links(path) if topic else None
-        pending[path] = pool.submit(
-            Document.build, body, content_type, int(modified), link, headers
-        )
-
-    def settle() -> None:
-        for path, future in pending.items():
-            document = future.result()
-            earlier = None if previous is None else previous.documents.get(path)
-            if earlier is not None and document.same_content(earlier):
-                document = earlier
-            documents[path] = document
-        pending.clear()
-
+    documents = _Documents(links, modified, previous)
     try:
-        # what was made of a review for the previous snapshot is taken from
-        # there when it still holds: each review's position there, by id
-        origin: list[int] = []
-        if previous is not None:
-            before = {r.id: p for p, r in enumerate(previous.dataset.reviews)}
-            origin = [before.get(r.id, -1) for r in dataset.reviews]
-            records = render_reviews(
-                dataset, previous.records, previous.dataset.reviews, origin
-            )
-        else:
-            records = render_reviews(dataset)
-        publish(REVIEWS_PATH, records.body, JSON, True)
-        publish(JSON_FEED_PATH, render_json_feed(dataset, links), JSON, True)
-        publish(ATOM_FEED_PATH, render_atom(dataset, links), ATOM, True)
-        publish(OPENAPI_PATH, to_json(openapi_document(links)), JSON, False)
+        records, origin = _records(dataset, previous)
+        documents.publish(REVIEWS_PATH, records.body, JSON, True)
+        documents.publish(JSON_FEED_PATH, render_json_feed(dataset, links), JSON, True)
+        documents.publish(ATOM_FEED_PATH, render_atom(dataset, links), ATOM, True)
+        openapi = to_json(openapi_document(links))
+        documents.publish(OPENAPI_PATH, openapi, JSON, False)
         insights, insights_body, fingerprint, per_review = _insights(
             dataset, matcher, cache, modified, previous
         )
-        publish(INSIGHTS_PATH, insights_body, JSON, False)
-        publish(LLMS_PATH, render_llms_txt(dataset, insights, links), TEXT, False)
+        documents.publish(INSIGHTS_PATH, insights_body, JSON, False)
+        llms = render_llms_txt(dataset, insights, links)
+        documents.publish(LLMS_PATH, llms, TEXT, False)
         mentions = [cache.mentioned(r.id) for r in dataset.reviews]
         index = SearchIndex(
             dataset.reviews,
@@ -203,35 +250,19 @@ def build_snapshot(
             None if previous is None else previous.index,
             origin,
         )
-        settle()
-        # the pages show what the data documents and the index hold: they are
-        # rendered from a snapshot of those, and the whole one is made last
+        # the pages are rendered from a snapshot of the data documents, and
+        # the whole one is made last
         data_only = Snapshot(
             dataset=dataset,
             links=links,
-            documents=MappingProxyType(dict(documents)),
+            documents=documents.settle(),
             records=records,
             index=index,
             insights=insights,
             insights_fingerprint=fingerprint,
             per_review=per_review,
         )
-        page = ((b"Content-Security-Policy", CONTENT_SECURITY_POLICY),)
-        home = (
-            *page,
-            # / answers JSON clients with a redirect to the dataset
-            (b"Vary", b"Accept-Encoding, Accept"),
-            (
-                b"Link",
-                b'<%s>; rel="alternate"; type="application/json"'
-                % links.reviews.encode(),
-            ),
-        )
-        publish(HOME_PATH, render_home(data_only), HTML_TYPE, False, home)
-        developers = render_developers(data_only, TOOLS, SUPPORTED)
-        publish(DEVELOPERS_PATH, developers, HTML_TYPE, False, page)
-        publish(STYLESHEET_PATH, STYLESHEET, STYLESHEET_TYPE, False)
-        settle()
+        _publish_pages(documents, data_only)
+        return attrs.evolve(data_only, documents=documents.settle())
     finally:
-        pool.shutdown(cancel_futures=True)
-    return attrs.evolve(data_only, documents=MappingProxyType(documents))
+        documents.close()
