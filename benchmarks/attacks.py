@@ -19,7 +19,6 @@ import argparse
 import http.client
 import http.server
 import json
-import os
 import random
 import re
 import shutil
@@ -39,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.documents import ROOT, free_port, wait_for, wrk
+from benchmarks.documents import ROOT, free_port, start_daemon, wait_for, wrk
 
 NORMAL_PATH = "/reviews.json"
 
@@ -56,25 +55,7 @@ class Daemon:
         work.mkdir(parents=True)
         self.log = work / "twistd.log"
         log = self.log.open("wb")
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from twisted.scripts.twistd import run; run()",
-                "--nodaemon",
-                "--pidfile=",
-                "--logfile=-",
-                "reviewsd",
-                "--listen",
-                f"tcp:{self.port}:interface=127.0.0.1",
-                "--state-dir",
-                str(work / "state"),
-                *options,
-            ],
-            env=dict(os.environ, PYTHONPATH=str(source)),
-            cwd=work,
-            stdout=log,
-        )
+        self.process = start_daemon(self.port, work, *options, source=source, log=log)
         log.close()  # the daemon writes to its own copy
         wait_for(self.base + NORMAL_PATH)
 

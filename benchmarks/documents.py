@@ -25,6 +25,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
 PATHS = ("/reviews.json", "/api/feed.json", "/feed.xml")
@@ -78,12 +79,19 @@ def wait_for(url: str) -> None:
     raise SystemExit(f"nothing answered at {url}")
 
 
-def start_daemon(port: int, work: Path, *argv: str) -> subprocess.Popen[bytes]:
+def start_daemon(
+    port: int,
+    work: Path,
+    *argv: str,
+    source: Path = ROOT,
+    log: IO[bytes] | None = None,
+) -> subprocess.Popen[bytes]:
     """
     twistd -n reviewsd on 127.0.0.1:port, logging text to standard output,
     which is /dev/null: as the bare resource does. (Not --logfile=/dev/null:
     twistd rotates a log file at each megabyte, and as root it would rename
-    /dev/null and go on writing a regular file in its place.)
+    /dev/null and go on writing a regular file in its place.) C{source} is
+    the tree to run; C{log}, a file to keep the output in instead.
     """
     return subprocess.Popen(
         [
@@ -100,9 +108,9 @@ def start_daemon(port: int, work: Path, *argv: str) -> subprocess.Popen[bytes]:
             str(work / "state"),
             *argv,
         ],
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        env=dict(os.environ, PYTHONPATH=str(source)),
         cwd=work,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL if log is None else log,
     )
 
 
