@@ -12,8 +12,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
+import lxml.html
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 from twisted.internet import defer, reactor, task
 from twisted.internet.utils import getProcessOutputAndValue
+from twisted.logger import LogEvent, LogLevel, formatEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 
 from reviewsd.data.links import Links
@@ -24,9 +30,20 @@ from reviewsd.data.loading import (
     Reader,
     load_dataset,
 )
+from reviewsd.data.model import REVIEW_FIELDS, Review
+from reviewsd.data.openapi import SCHEMAS
+from reviewsd.mcp.tools import Tools
 from reviewsd.publishing.build import load_snapshot
-from tests.support import BASE, BUSINESS, review, write_data
+from reviewsd.web.pages.home import render_home
+from tests.support import BASE, BUSINESS, Holder, review, snapshot_of, write_data
 from tests.support.daemon import TWISTD, DaemonTestCase, environment, free_port
+
+
+def capture_events(case: SynchronousTestCase) -> list[LogEvent]:
+    events: list[LogEvent] = []
+    globalLogPublisher.addObserver(events.append)
+    case.addCleanup(globalLogPublisher.removeObserver, events.append)
+    return events
 
 
 class LoadingTests(SynchronousTestCase):
@@ -129,16 +146,44 @@ class LoadingTests(SynchronousTestCase):
         self.assertIn("field 'owner_reply.date'", message)
         message = self.error([review(1, owner_reply={"date": "2024-12-31"})])
         self.assertIn("field 'owner_reply.text': is required", message)
-        message = self.error(
-            [
-                review(
-                    1,
-                    date="2024-05-02",
-                    owner_reply={"text": "x", "date": "2024-05-01"},
-                )
-            ]
+
+    def test_review_edited_after_its_reply(self) -> None:
+        """
+        Platforms date an edited review by the edit, after the reply: it is
+        published, reply and all, with one warning naming file and record;
+        read again unchanged, it is not warned about again.
+        """
+        events = capture_events(self)
+        edited = review(
+            2, date="2024-05-02", owner_reply={"text": "Thanks!", "date": "2024-05-01"}
         )
-        self.assertIn("is before the review's date", message)
+        write_data(self.dir, [review(1), edited], lines=True)
+        reader = Reader()
+        published = {r.id: r for r in reader.read(self.dir)[1].reviews}
+        reply = published["r0002"].owner_reply
+        assert reply is not None
+        self.assertEqual((reply.text, str(reply.date)), ("Thanks!", "2024-05-01"))
+        [warning] = [e for e in events if e["log_level"] == LogLevel.warn]
+        self.assertEqual(
+            formatEvent(warning),
+            f"{self.dir / 'reviews.jsonl'}: line 2: record [1] (id 'r0002'): "
+            "field 'owner_reply.date': the owner's reply (2024-05-01) is dated "
+            "before the review (2024-05-02), which was edited after it was "
+            "answered: published with its reply",
+        )
+        self.assertEqual(warning["file"], str(self.dir / "reviews.jsonl"))
+        self.assertEqual((warning["record"], warning["review_id"]), (1, "r0002"))
+        with (self.dir / "reviews.jsonl").open("a") as f:
+            f.write(json.dumps(review(3)) + "\n")
+        self.assertEqual(len(reader.read(self.dir)[1].reviews), 3)
+        self.assertEqual(len([e for e in events if e["log_level"] == LogLevel.warn]), 1)
+
+    def test_review_fields_are_read_in_order(self) -> None:
+        """The table the records are read by follows Review's fields."""
+        self.assertEqual(
+            [name for name, _, _ in REVIEW_FIELDS],
+            [a.name for a in attrs.fields(Review)],
+        )
 
     def test_duplicate_id(self) -> None:
         message = self.error([review(1), review(2), review(1)])
@@ -513,3 +558,230 @@ class ReaderTests(SynchronousTestCase):
         (self.dir / "reviews.jsonl").write_text(record + "\n", encoding="utf-8")
         [loaded] = load_dataset(self.dir)[1].reviews
         self.assertEqual(loaded.text, "one\u2028two\u2029three")
+
+
+BUSINESS_SCHEMA = Draft202012Validator(
+    {"$ref": "urn:schemas#/components/schemas/Business"},
+    registry=Registry().with_resource(
+        "urn:schemas",
+        Resource(
+            contents={"components": {"schemas": SCHEMAS}}, specification=DRAFT202012
+        ),
+    ),
+)
+
+HOURS_FORMS: list[tuple[str, Any, list[tuple[str, str]], dict[str, Any]]] = [
+    (
+        "an object, day to hours",
+        {"monday": "07:00-17:00", "saturday": "8:00 AM - 12:00 PM", "sunday": "closed"},
+        [
+            ("Monday", "07:00-17:00"),
+            ("Saturday", "8:00 AM - 12:00 PM"),
+            ("Sunday", "closed"),
+        ],
+        {
+            "openingHoursSpecification": [
+                {
+                    "@type": "OpeningHoursSpecification",
+                    "dayOfWeek": "https://schema.org/Monday",
+                    "opens": "07:00",
+                    "closes": "17:00",
+                },
+                {
+                    "@type": "OpeningHoursSpecification",
+                    "dayOfWeek": "https://schema.org/Saturday",
+                    "opens": "08:00",
+                    "closes": "12:00",
+                },
+            ]
+        },
+    ),
+    (
+        "a string in openingHours syntax",
+        "Mo-Fr 07:00-18:00; Sa 08:00-12:00",
+        [("Monday to Friday", "07:00-18:00"), ("Saturday", "08:00-12:00")],
+        {"openingHours": ["Mo-Fr 07:00-18:00", "Sa 08:00-12:00"]},
+    ),
+    (
+        "a sentence",
+        "By appointment, seven days a week",
+        [("", "By appointment, seven days a week")],
+        {},
+    ),
+    (
+        "a list of openingHours strings",
+        ["Mo-Fr 07:00-18:00", "Sa 08:00-12:00", "Sa 13:00-15:00"],
+        [("Monday to Friday", "07:00-18:00"), ("Saturday", "08:00-12:00, 13:00-15:00")],
+        {"openingHours": ["Mo-Fr 07:00-18:00", "Sa 08:00-12:00", "Sa 13:00-15:00"]},
+    ),
+    (
+        "a list of lines as a listing prints them",
+        ["Monday: 9:00 AM \u2013 5:00 PM", "Sunday: Closed"],
+        [("Monday", "9:00 AM \u2013 5:00 PM"), ("Sunday", "Closed")],
+        {
+            "openingHoursSpecification": [
+                {
+                    "@type": "OpeningHoursSpecification",
+                    "dayOfWeek": "https://schema.org/Monday",
+                    "opens": "09:00",
+                    "closes": "17:00",
+                }
+            ]
+        },
+    ),
+    (
+        "a list of opening-hours specifications",
+        [
+            {
+                "@type": "OpeningHoursSpecification",
+                "dayOfWeek": [
+                    "https://schema.org/Monday",
+                    "https://schema.org/Tuesday",
+                    "https://schema.org/Wednesday",
+                    "https://schema.org/Thursday",
+                    "https://schema.org/Friday",
+                ],
+                "opens": "07:00",
+                "closes": "18:00",
+            },
+            {"days": "Saturday", "opens": "08:00:00", "closes": "12:00:00"},
+            {
+                "dayOfWeek": "PublicHolidays",
+                "opens": "00:00",
+                "closes": "00:00",
+                "validFrom": "2026-12-25",
+                "validThrough": "2026-12-25",
+            },
+        ],
+        [
+            ("Monday to Friday", "07:00\u201318:00"),
+            ("Saturday", "08:00\u201312:00"),
+            ("Public holidays (2026-12-25)", "Closed"),
+        ],
+        {
+            "openingHoursSpecification": [
+                {
+                    "@type": "OpeningHoursSpecification",
+                    "dayOfWeek": [
+                        f"https://schema.org/{day}"
+                        for day in (
+                            "Monday",
+                            "Tuesday",
+                            "Wednesday",
+                            "Thursday",
+                            "Friday",
+                        )
+                    ],
+                    "opens": "07:00",
+                    "closes": "18:00",
+                },
+                {
+                    "@type": "OpeningHoursSpecification",
+                    "dayOfWeek": "https://schema.org/Saturday",
+                    "opens": "08:00:00",
+                    "closes": "12:00:00",
+                },
+                {
+                    "@type": "OpeningHoursSpecification",
+                    "dayOfWeek": "https://schema.org/PublicHolidays",
+                    "opens": "00:00",
+                    "closes": "00:00",
+                    "validFrom": "2026-12-25",
+                    "validThrough": "2026-12-25",
+                },
+            ]
+        },
+    ),
+]
+
+
+class HoursTests(SynchronousTestCase):
+    """
+    C{hours} in each form listings use: published as written (in
+    C{/reviews.json} and by the MCP C{get_business} tool), shown on C{/} as
+    a table, and marked up as schema.org C{openingHours} or
+    C{openingHoursSpecification}.
+    """
+
+    def snapshot(self, hours: Any) -> Any:
+        directory = write_data(
+            Path(self.mktemp()), business=dict(BUSINESS, hours=hours)
+        )
+        return snapshot_of(directory)
+
+    def test_each_form_round_trips(self) -> None:
+        for name, hours, rows, marked_up in HOURS_FORMS:
+            snapshot = self.snapshot(hours)
+            body = json.loads(snapshot.documents["/reviews.json"].identity.body)
+            self.assertEqual(body["business"]["hours"], hours, name)
+            self.assertEqual(list(BUSINESS_SCHEMA.iter_errors(body["business"])), [])
+            tool = json.loads(Tools(Holder(snapshot)).call("get_business", {}))
+            self.assertEqual(
+                tool["structuredContent"]["business"]["hours"], hours, name
+            )
+            page = lxml.html.fromstring(render_home(snapshot))
+            shown = [
+                (
+                    "".join(row.xpath("th//text()")),
+                    "".join(row.xpath("td//text()")),
+                )
+                for row in page.xpath(
+                    "//section[@id='contact']//table[@class='hours']//tr"
+                )
+            ]
+            self.assertEqual(shown, rows, name)
+            [block] = page.xpath("//script[@type='application/ld+json']")
+            thing = json.loads(block.text)
+            self.assertEqual(
+                {
+                    key: thing[key]
+                    for key in ("openingHours", "openingHoursSpecification")
+                    if key in thing
+                },
+                marked_up,
+                name,
+            )
+
+    def test_a_sentence_spans_the_table(self) -> None:
+        page = lxml.html.fromstring(render_home(self.snapshot("Call for hours")))
+        [cell] = page.xpath("//table[@class='hours']//td")
+        self.assertEqual((cell.get("colspan"), cell.text), ("2", "Call for hours"))
+
+    def test_garbage_is_a_located_error(self) -> None:
+        cases = [
+            (
+                42,
+                "field 'hours': must be an object (day to hours), a string, or an",
+            ),
+            ([7, 9], "field 'hours[0]': must be an openingHours string"),
+            (
+                [{"dayOfWeek": "Monday", "closes": "17:00"}],
+                "field 'hours[0].opens': is required",
+            ),
+            (
+                [{"opens": "08:00", "closes": "17:00"}],
+                "field 'hours[0].dayOfWeek': is required",
+            ),
+            (
+                [
+                    {
+                        "dayOfWeek": ["Monday", "Caturday"],
+                        "opens": "8",
+                        "closes": "17:00",
+                    }
+                ],
+                "field 'hours[0].dayOfWeek[1]': must be a day of the week",
+            ),
+            (
+                [{"dayOfWeek": "Monday", "opens": "25:00", "closes": "17:00"}],
+                "field 'hours[0].opens': must be a time written HH:MM",
+            ),
+            ({"monday": 8}, "field 'hours.monday': must be the hours as a string"),
+            (["Mo-Fr 08:00-17:00", ""], "field 'hours[1]': must not be empty"),
+        ]
+        for hours, expected in cases:
+            directory = write_data(
+                Path(self.mktemp()), business=dict(BUSINESS, hours=hours)
+            )
+            message = str(self.assertRaises(DataError, load_dataset, directory))
+            self.assertIn(f"{directory / 'business.json'}: {expected}", message)

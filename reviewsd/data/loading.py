@@ -1,9 +1,10 @@
 """
 Read a data directory into a L{Dataset}, or say exactly what is wrong with it.
 
-Plain blocking Python with no Twisted in it, so that it can run in a worker
-thread; every failure is a L{DataError} whose text is one line naming the
-file, the record (index and id) and the field.
+Plain blocking Python (it only logs through Twisted), so that it can run in
+a worker thread; every failure is a L{DataError} whose text is one line
+naming the file, the record (index and id) and the field.  The daemon stops
+at the first (L{Reader}); L{check_directory} lists them all.
 """
 
 from __future__ import annotations
@@ -18,16 +19,22 @@ from typing import Any
 
 import orjson
 from attrs import frozen
+from twisted.logger import Logger
 
+from reviewsd.data.fields import InvalidField
 from reviewsd.data.model import (
+    Business,
     Dataset,
-    InvalidField,
     Review,
     business_from_json,
+    business_problems,
     newest_first,
     review_from_json,
+    review_problems,
 )
 from reviewsd.data.overlay import InsightsOverlayError, check_overlay
+
+log = Logger()
 
 BUSINESS = "business.json"
 REVIEWS_ARRAY = "reviews.json"
@@ -68,7 +75,21 @@ class DataError(Exception):
         self.record_id = record_id
         self.field = field
 
-    def __str__(self) -> str:
+    def as_json(self) -> dict[str, Any]:
+        """The problem for machines: where, each part its own key, and what."""
+        return {
+            "file": str(self.path),
+            "line": self.line,
+            "column": self.column,
+            "record": self.record,
+            "id": self.record_id,
+            "field": self.field,
+            "message": self.message,
+            "text": str(self),
+        }
+
+    def where(self) -> str:
+        """The file, line, record and field: the line's start."""
         where = [str(self.path)]
         if self.line is not None:
             where.append(
@@ -82,7 +103,10 @@ class DataError(Exception):
             )
         if self.field is not None:
             where.append(f"field {self.field!r}")
-        return f"{': '.join(where)}: {self.message}"
+        return ": ".join(where)
+
+    def __str__(self) -> str:
+        return f"{self.where()}: {self.message}"
 
 
 @frozen
@@ -113,26 +137,91 @@ class Sources:
         return max(os.stat(path).st_mtime for path in self.paths)
 
 
+class Sink:
+    """
+    Where the problems of a reading go: the daemon's raises the first
+    (L{FIRST_ERROR}); L{Findings} keeps every one.
+
+    @ivar every: whether reading goes on after a problem, to find the rest.
+    """
+
+    every = False
+    refused = False
+    """Whether a problem was found: a reading that goes on publishes nothing."""
+
+    def error(self, problem: DataError) -> None:
+        raise problem
+
+    def warning(self, problem: DataError) -> None:
+        log.warn(
+            "{where}: {what}",
+            where=problem.where(),
+            what=problem.message,
+            file=str(problem.path),
+            record=problem.record,
+            review_id=problem.record_id,
+            field=problem.field,
+        )
+
+
+FIRST_ERROR = Sink()
+
+
+class Findings(Sink):
+    """Every problem of a data directory, and what it would publish."""
+
+    every = True
+
+    def __init__(self) -> None:
+        self.errors: list[DataError] = []
+        self.warnings: list[DataError] = []
+        self.dataset: Dataset | None = None
+
+    def error(self, problem: DataError) -> None:
+        self.errors.append(problem)
+        self.refused = True
+
+    def warning(self, problem: DataError) -> None:
+        self.warnings.append(problem)
+
+
 def find_sources(directory: Path) -> Sources:
     """Name the files of a data directory, or raise L{DataError}."""
+    found = _find(directory, FIRST_ERROR)
+    assert found is not None  # or it raised
+    business, reviews, insights = found
+    assert business is not None
+    return Sources(business, reviews[0], insights)
+
+
+def _find(
+    directory: Path, sink: Sink
+) -> tuple[Path | None, list[Path], Path | None] | None:
+    """The business file, the review files and the insights file there are."""
     if not directory.is_dir():
-        raise DataError(directory, "is not a directory")
+        sink.error(DataError(directory, "is not a directory"))
+        return None
     business = directory / BUSINESS
     if not business.is_file():
-        raise DataError(business, "is missing: every data directory needs one")
+        sink.error(DataError(business, "is missing: every data directory needs one"))
     array, lines = directory / REVIEWS_ARRAY, directory / REVIEWS_LINES
     if array.exists() and lines.exists():
-        raise DataError(
-            directory,
-            f"holds both {REVIEWS_ARRAY} and {REVIEWS_LINES}; keep only one",
+        sink.error(
+            DataError(
+                directory,
+                f"holds both {REVIEWS_ARRAY} and {REVIEWS_LINES}; keep only one",
+            )
         )
-    if not (array.is_file() or lines.is_file()):
-        raise DataError(directory, f"holds neither {REVIEWS_ARRAY} nor {REVIEWS_LINES}")
+    reviews = [path for path in (array, lines) if path.is_file()]
+    if not reviews:
+        sink.error(
+            DataError(directory, f"holds neither {REVIEWS_ARRAY} nor {REVIEWS_LINES}")
+        )
     insights = directory / INSIGHTS
-    return Sources(
-        business=business,
-        reviews=array if array.is_file() else lines,
-        insights=insights if insights.is_file() else None,
+    return (
+        business if business.is_file() else None,
+        reviews,
+        insights if insights.is_file() else None,
     )
 
 
@@ -252,21 +341,94 @@ def _records(path: Path) -> Iterator[tuple[int | None, bytes | None, Any]]:
         yield None, key, item
 
 
-def _review(path: Path, index: int, line: int | None, value: Any) -> Review:
+def _review(
+    path: Path,
+    index: int,
+    line: int | None,
+    value: Any,
+    sink: Sink,
+    first_seen: dict[str, int],
+) -> Review | None:
+    """
+    One record, or C{None} when it is refused (and reading goes on: the id
+    of a refused record is still taken, for the records after it).
+    """
     if isinstance(value, bytes):
-        value = _parse(path, value, line_offset=(line or 1) - 1)
+        try:
+            value = _parse(path, value, line_offset=(line or 1) - 1)
+        except DataError as e:
+            sink.error(e)
+            return None
     try:
-        return review_from_json(value)
+        review = review_from_json(value)
     except InvalidField as e:
         record_id = value.get("id") if isinstance(value, dict) else None
-        raise DataError(
-            path,
-            e.message,
-            line=line,
-            record=index,
-            record_id=record_id if isinstance(record_id, str) else None,
-            field=e.field,
-        ) from None
+        if isinstance(record_id, str):
+            first_seen.setdefault(record_id, index)
+        for problem in review_problems(value) if sink.every else [e]:
+            sink.error(
+                DataError(
+                    path,
+                    problem.message,
+                    line=line,
+                    record=index,
+                    record_id=record_id if isinstance(record_id, str) else None,
+                    field=problem.field,
+                )
+            )
+        return None
+    if review.edited_after_reply:
+        assert review.owner_reply is not None
+        sink.warning(
+            DataError(
+                path,
+                f"the owner's reply ({review.owner_reply.date}) is dated before "
+                f"the review ({review.date}), which was edited after it was "
+                "answered: published with its reply",
+                line=line,
+                record=index,
+                record_id=review.id,
+                field="owner_reply.date",
+            )
+        )
+    return review
+
+
+def _business(path: Path, sink: Sink) -> Business | None:
+    try:
+        value = _shallow(path, _decode(path, _read_text(path)))
+    except DataError as e:
+        sink.error(e)
+        return None
+    try:
+        return business_from_json(value)
+    except InvalidField as e:
+        for problem in business_problems(value) if sink.every else [e]:
+            sink.error(DataError(path, problem.message, field=problem.field))
+    return None
+
+
+def _overlay(path: Path, sink: Sink) -> dict[str, Any] | None:
+    """The operator's insights, checked group by group when all are wanted."""
+    try:
+        value = _decode(path, _read_text(path))
+    except DataError as e:
+        sink.error(e)
+        return None
+    if not sink.every or not isinstance(value, dict):
+        try:
+            return check_overlay(value)
+        except InsightsOverlayError as e:
+            sink.error(DataError(path, e.message, field=e.field))
+            return None
+    refused = False
+    for key, group in value.items():
+        try:
+            check_overlay({key: group})
+        except InsightsOverlayError as e:
+            sink.error(DataError(path, e.message, field=e.field))
+            refused = True
+    return None if refused else dict(value)
 
 
 class Reader:
@@ -274,7 +436,8 @@ class Reader:
     Reads data directories, remembering the review records of its last
     successful reading by a digest of their bytes: a record read again
     unchanged is neither parsed nor checked again, and is the same
-    L{Review} object, so a reload costs what changed.
+    L{Review} object, so a reload costs what changed (and a review edited
+    after its reply is warned about once, not at every reload).
     """
 
     def __init__(self) -> None:
@@ -282,64 +445,92 @@ class Reader:
 
     def read(self, directory: Path) -> tuple[Sources, Dataset]:
         """
-        Read and check a whole data directory.
+        Read and check a whole data directory, raising the first problem.
 
         Unverified reviews are checked like the others (a broken record is
         broken whether or not it is shown) but never published.
         """
-        sources = find_sources(directory)
-        try:
-            business = business_from_json(
-                _shallow(
-                    sources.business,
-                    _decode(sources.business, _read_text(sources.business)),
-                )
-            )
-        except InvalidField as e:
-            raise DataError(sources.business, e.message, field=e.field) from None
+        read = self._read(directory, FIRST_ERROR)
+        assert read is not None  # or it raised
+        return read
 
-        known, seen = self._known, {}
+    def _read(self, directory: Path, sink: Sink) -> tuple[Sources, Dataset] | None:
+        found = _find(directory, sink)
+        if found is None:
+            return None
+        business_path, review_paths, insights = found
+        business = None if business_path is None else _business(business_path, sink)
+        seen: dict[bytes, Review] = {}
         published: list[Review] = []
-        first_seen: dict[str, int] = {}
         unpublished = 0
-        path = sources.reviews
-        for index, (line, key, value) in enumerate(_records(path)):
-            review = None if key is None else known.get(key)
-            if review is None:
-                review = _review(path, index, line, value)
-            if key is not None:
-                seen[key] = review
-            if review.id in first_seen:
-                raise DataError(
-                    path,
-                    f"repeats the id of record [{first_seen[review.id]}]",
-                    line=line,
-                    record=index,
-                    record_id=review.id,
-                    field="id",
-                )
-            first_seen[review.id] = index
-            if review.verified:
-                published.append(review)
-            else:
-                unpublished += 1
-        overlay = None
-        if sources.insights is not None:
-            try:
-                overlay = check_overlay(
-                    _decode(sources.insights, _read_text(sources.insights))
-                )
-            except InsightsOverlayError as e:
-                raise DataError(sources.insights, e.message, field=e.field) from None
+        for path in review_paths:
+            for review in self._reviews(path, sink, seen):
+                if review.verified:
+                    published.append(review)
+                else:
+                    unpublished += 1
+        overlay = None if insights is None else _overlay(insights, sink)
+        if (
+            business is None
+            or business_path is None
+            or len(review_paths) != 1
+            or sink.refused
+        ):
+            return None
         self._known = seen  # only now: a refused reading keeps the last one's
-        return sources, Dataset(
+        return Sources(business_path, review_paths[0], insights), Dataset(
             business=business,
             reviews=newest_first(published),
             unpublished=unpublished,
             insights_overlay=overlay,
         )
 
+    def _reviews(
+        self, path: Path, sink: Sink, seen: dict[bytes, Review]
+    ) -> Iterator[Review]:
+        """The admitted records of one file, each id once."""
+        known = self._known
+        first_seen: dict[str, int] = {}
+        try:
+            for index, (line, key, value) in enumerate(_records(path)):
+                review = None if key is None else known.get(key)
+                if review is None:
+                    review = _review(path, index, line, value, sink, first_seen)
+                    if review is None:
+                        continue
+                if key is not None:
+                    seen[key] = review
+                if review.id in first_seen:
+                    sink.error(
+                        DataError(
+                            path,
+                            f"repeats the id of record [{first_seen[review.id]}]",
+                            line=line,
+                            record=index,
+                            record_id=review.id,
+                            field="id",
+                        )
+                    )
+                    continue
+                first_seen[review.id] = index
+                yield review
+        except DataError as e:
+            sink.error(e)
+
 
 def load_dataset(directory: Path) -> tuple[Sources, Dataset]:
     """Read and check a whole data directory, once."""
     return Reader().read(directory)
+
+
+def check_directory(directory: Path) -> Findings:
+    """
+    Every problem of a data directory, each a L{DataError}, and the reviews
+    edited after their reply as warnings; with no error, the L{Dataset} it
+    would publish.  Nothing is started and nothing is logged.
+    """
+    findings = Findings()
+    read = Reader()._read(directory, findings)
+    if read is not None:
+        findings.dataset = read[1]
+    return findings

@@ -16,26 +16,10 @@ from urllib.parse import urlsplit
 
 from attrs import frozen
 
+from reviewsd.data.fields import InvalidField, attempt, describe, string
+from reviewsd.data.hours import Hours, read_hours
+
 JSONObject = dict[str, Any]
-
-
-class InvalidField(ValueError):
-    """
-    A value that cannot be published.
-
-    @ivar field: dotted path of the field (C{owner_reply.date},
-        C{services[2].id}), or C{None} when the whole record is wrong.
-    """
-
-    def __init__(self, field: str | None, message: str) -> None:
-        super().__init__(field, message)
-        self.field = field
-        self.message = message
-
-    def within(self, parent: str) -> InvalidField:
-        """The same problem, seen from the record that holds C{parent}."""
-        field = parent if self.field is None else f"{parent}.{self.field}"
-        return InvalidField(field, self.message)
 
 
 @frozen
@@ -56,6 +40,15 @@ class Review:
     source_url: str | None
     owner_reply: OwnerReply | None
     verified: bool
+
+    @property
+    def edited_after_reply(self) -> bool:
+        """
+        Whether the owner's reply is dated before the review: the customer
+        edited the review after it was answered, and the platform dates it
+        by the edit.
+        """
+        return self.owner_reply is not None and self.owner_reply.date < self.date
 
     def as_record(self) -> JSONObject:
         """The record as every document publishes it: every field, nulls too."""
@@ -97,6 +90,7 @@ class Business:
     @ivar metadata: the public object as the operator wrote it, checked and
         with C{services} and C{technicians} normalised; it is published
         as-is and never mutated.
+    @ivar hours: C{metadata}'s C{hours}, read for the pages to show and mark up.
     """
 
     name: str
@@ -105,6 +99,7 @@ class Business:
     services: tuple[Service, ...]
     technicians: tuple[Technician, ...]
     metadata: JSONObject
+    hours: Hours | None = None
 
 
 @frozen
@@ -137,36 +132,12 @@ _DATE = re.compile(r"\A\d{4}-\d{2}-\d{2}\Z")
 _SERVICE_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
-def describe(value: object) -> str:
-    """A JSON value in a few words, for error messages."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"the string {shown!r}"
-    return "a JSON array" if isinstance(value, list) else "a JSON object"
-
-
-def _text(value: object, field: str, *, empty_ok: bool = True) -> str:
-    if not isinstance(value, str):
-        raise InvalidField(field, f"must be a string, got {describe(value)}")
-    if not empty_ok and not value.strip():
-        raise InvalidField(field, "must not be empty")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidField(
-            field, "holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff)"
-        ) from None
-    return value
+def _nonempty(value: object, field: str) -> str:
+    return string(value, field, empty_ok=False)
 
 
 def _url(value: object, field: str) -> str:
-    text = _text(value, field)
+    text = string(value, field)
     parts = urlsplit(text)
     if (
         parts.scheme not in ("http", "https")
@@ -218,7 +189,7 @@ def _array(value: object, field: str) -> list[Any]:
 
 def _strings(value: object, field: str) -> tuple[str, ...]:
     return tuple(
-        _text(item, f"{field}[{i}]", empty_ok=False)
+        string(item, f"{field}[{i}]", empty_ok=False)
         for i, item in enumerate(_array(value, field))
     )
 
@@ -239,11 +210,29 @@ def _owner_reply(value: object, field: str) -> OwnerReply:
     reply = _object(value, field)
     try:
         return OwnerReply(
-            text=_required(reply, "text", _text),
+            text=_required(reply, "text", string),
             date=_required(reply, "date", _date),
         )
     except InvalidField as e:
         raise e.within(field) from None
+
+
+REVIEW_FIELDS: tuple[tuple[str, bool, Callable[..., Any]], ...] = (
+    ("id", True, _nonempty),
+    ("author", True, string),
+    ("author_avatar_url", False, _url),
+    ("rating", True, _rating),
+    ("date", True, _date),
+    ("text", False, string),
+    ("source", True, _nonempty),
+    ("source_url", False, _url),
+    ("owner_reply", False, _owner_reply),
+    ("verified", True, _boolean),
+)
+"""
+A review's fields in the order of L{Review}'s: name, whether required, and
+the check that reads it.
+"""
 
 
 def review_from_json(value: object) -> Review:
@@ -251,33 +240,40 @@ def review_from_json(value: object) -> Review:
     Admit one review record, or raise L{InvalidField}.
 
     Nullable fields may be missing; unknown fields are ignored and never
-    published.
+    published.  A reply dated before the review is admitted: platforms date
+    a review edited after it was answered by the edit (see
+    L{Review.edited_after_reply}).
     """
     record = _object(value, None)
-    review = Review(
-        id=_required(record, "id", lambda v, f: _text(v, f, empty_ok=False)),
-        author=_required(record, "author", _text),
-        author_avatar_url=_nullable(record, "author_avatar_url", _url),
-        rating=_required(record, "rating", _rating),
-        date=_required(record, "date", _date),
-        text=_nullable(record, "text", _text),
-        source=_required(record, "source", lambda v, f: _text(v, f, empty_ok=False)),
-        source_url=_nullable(record, "source_url", _url),
-        owner_reply=_nullable(record, "owner_reply", _owner_reply),
-        verified=_required(record, "verified", _boolean),
+    # positional, in the order of Review's fields: the reading of every
+    # record, at start-up and for each changed one on reload
+    return Review(
+        *[
+            (_required if required else _nullable)(record, key, check)
+            for key, required, check in REVIEW_FIELDS
+        ]
     )
-    if review.owner_reply is not None and review.owner_reply.date < review.date:
-        raise InvalidField(
-            "owner_reply.date",
-            f"{review.owner_reply.date} is before the review's date {review.date}",
-        )
-    return review
+
+
+def review_problems(value: object) -> list[InvalidField]:
+    """Every problem of one review record, not only the first."""
+    try:
+        record = _object(value, None)
+    except InvalidField as e:
+        return [e]
+    problems = []
+    for key, required, check in REVIEW_FIELDS:
+        try:
+            (_required if required else _nullable)(record, key, check)
+        except InvalidField as e:
+            problems.append(e)
+    return problems
 
 
 def _service(value: object, field: str) -> Service:
     record = _object(value, field)
     try:
-        service_id = _required(record, "id", _text)
+        service_id = _required(record, "id", string)
         if not _SERVICE_ID.match(service_id):
             raise InvalidField(
                 "id",
@@ -286,7 +282,7 @@ def _service(value: object, field: str) -> Service:
             )
         return Service(
             id=service_id,
-            name=_required(record, "name", lambda v, f: _text(v, f, empty_ok=False)),
+            name=_required(record, "name", _nonempty),
             keywords=_strings(record.get("keywords", []), "keywords"),
         )
     except InvalidField as e:
@@ -297,7 +293,7 @@ def _technician(value: object, field: str) -> Technician:
     record = _object(value, field)
     try:
         return Technician(
-            name=_required(record, "name", lambda v, f: _text(v, f, empty_ok=False)),
+            name=_required(record, "name", _nonempty),
             aliases=_strings(record.get("aliases", []), "aliases"),
         )
     except InvalidField as e:
@@ -337,29 +333,52 @@ def business_from_json(value: object) -> Business:
     Every key is public and published; the known ones are checked, and any
     key named C{url} or ending in C{_url} must hold a URL.
     """
-    record = _object(value, None)
-    name = _required(record, "name", lambda v, f: _text(v, f, empty_ok=False))
+    problems: list[InvalidField] = []
+    business = _read_business(value, problems)
+    if business is None:
+        raise problems[0]
+    return business
+
+
+def business_problems(value: object) -> list[InvalidField]:
+    """Every problem of the business metadata, not only the first."""
+    problems: list[InvalidField] = []
+    _read_business(value, problems)
+    return problems
+
+
+def _read_business(value: object, problems: list[InvalidField]) -> Business | None:
+    """
+    The business, or C{None} with each of its problems added to
+    C{problems}: every field is checked, whatever the others hold.
+    """
+    record = attempt(problems, _object, value, None)
+    if record is None:
+        return None
+    name = attempt(problems, _required, record, "name", _nonempty)
     for key, item in record.items():
         if (key == "url" or key.endswith("_url")) and item is not None:
-            _url(item, key)
+            attempt(problems, _url, item, key)
     for key in ("description", "telephone", "email"):
-        _nullable(record, key, _text)
-    _nullable(record, "geo", _geo)
-    for key in ("address", "hours"):
-        _nullable(record, key, _address_or_hours)
-    categories = _strings(record.get("categories") or [], "categories")
-    areas = _strings(record.get("service_areas") or [], "service_areas")
-    services = tuple(
-        _service(item, f"services[{i}]")
-        for i, item in enumerate(_array(record.get("services") or [], "services"))
+        attempt(problems, _nullable, record, key, string)
+    attempt(problems, _nullable, record, "geo", _geo)
+    attempt(problems, _nullable, record, "address", _address)
+    hours = (
+        None if record.get("hours") is None else read_hours(record["hours"], problems)
     )
-    technicians = tuple(
-        _technician(item, f"technicians[{i}]")
-        for i, item in enumerate(_array(record.get("technicians") or [], "technicians"))
+    categories = attempt(
+        problems, _strings, record.get("categories") or [], "categories"
     )
-    _unique([s.id for s in services], "services", "id")
-    _unique([t.name for t in technicians], "technicians", "name")
-    _unique(areas, "service_areas", "place")
+    areas = attempt(
+        problems, _strings, record.get("service_areas") or [], "service_areas"
+    )
+    services = _each(problems, record, "services", _service)
+    technicians = _each(problems, record, "technicians", _technician)
+    attempt(problems, _unique, [s.id for s in services], "services", "id")
+    attempt(problems, _unique, [t.name for t in technicians], "technicians", "name")
+    attempt(problems, _unique, areas or (), "service_areas", "place")
+    if problems:
+        return None
     metadata = dict(record)
     metadata.update(
         categories=list(categories),
@@ -376,11 +395,26 @@ def business_from_json(value: object) -> Business:
         services=services,
         technicians=technicians,
         metadata=metadata,
+        hours=hours,
     )
 
 
-def _address_or_hours(value: object, field: str) -> object:
+def _each(
+    problems: list[InvalidField],
+    record: Mapping[str, Any],
+    key: str,
+    read: Callable[[object, str], Any],
+) -> tuple[Any, ...]:
+    """Each item of the array C{record[key]} that C{read} admits."""
+    items = attempt(problems, _array, record.get(key) or [], key) or []
+    read_items = (
+        attempt(problems, read, item, f"{key}[{i}]") for i, item in enumerate(items)
+    )
+    return tuple(item for item in read_items if item is not None)
+
+
+def _address(value: object, field: str) -> object:
     """Free-form, but a string or an object, not a number or an array of junk."""
     if isinstance(value, str):
-        return _text(value, field)
+        return string(value, field)
     return _object(value, field)
