@@ -21,6 +21,10 @@ subscriptions off the network.
     message sent without one is given a real session, opened once, so that
     the fuzzer reaches the methods (a generated id gets 404, as described),
     and C{DELETE} gets a real session to end.
+  - A C{/mcp} message of revision 2026-07-28 (its C{MCP-Protocol-Version}
+    says so) needs no session, but headers that say what its body says and
+    C{params._meta}: the description says so in words, and the hook makes
+    the message so (their absence is tested in C{tests.test_mcp_features}).
 """
 
 from __future__ import annotations
@@ -115,6 +119,41 @@ def _session(base_url: str) -> str:
     return _SESSIONS[base_url]
 
 
+_MODERN = "2026-07-28"
+_META = {
+    "io.modelcontextprotocol/protocolVersion": _MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def _stateless(case: Any, headers: dict[str, Any], named: dict[str, str]) -> bool:
+    """A 2026-07-28 message made whole: its headers and C{_meta} as described."""
+    version = named.get("mcp-protocol-version")
+    if (
+        version is None
+        or headers[version] != _MODERN
+        or not isinstance(case.body, dict)
+    ):
+        return False
+    params = case.body.get("params")
+    params = (
+        {**params, "_meta": _META} if isinstance(params, dict) else {"_meta": _META}
+    )
+    body = {**case.body, "params": params}
+    case.body = body
+    method = body.get("method")
+    for name in ("mcp-method", "mcp-name"):
+        if name in named:
+            del headers[named[name]]
+    if isinstance(method, str) and method.isascii() and method.isprintable():
+        headers["Mcp-Method"] = method
+        value = params.get(_NAMED.get(method, ""))
+        if isinstance(value, str) and value.isascii() and value.isprintable():
+            headers["Mcp-Name"] = value
+    return True
+
+
 def _with_session(case: Any) -> None:
     """
     A message without a session gets the shared one; C{DELETE}, which
@@ -126,6 +165,9 @@ def _with_session(case: Any) -> None:
     named = {name.lower(): name for name in headers}
     base_url = case.operation.base_url or case.operation.schema.get_base_url()
     method = case.method.upper()
+    if method == "POST" and _stateless(case, headers, named):
+        case.headers = headers
+        return
     if method == "DELETE" and "mcp-session-id" in named:
         headers[named["mcp-session-id"]] = _open_session(base_url)
     elif (

@@ -7,108 +7,26 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from treq import content
-from treq.testing import StubTreq
 from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.logger import formatEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
-from twisted.web.http_headers import Headers
 
 from reviewsd.data.links import HUB_PATH, INSIGHTS_PATH
 from reviewsd.logs import CLIENT_TEXT_MAX, event_as_json, text_observer
+from reviewsd.mcp.sessions import LIFETIME, SessionKeyError, load_key
 from reviewsd.mcp.tools import ToolCallError, Tools
-from reviewsd.mcp.transport import LATEST, MCPResource, Sessions
-from reviewsd.web.site import make_site
+from reviewsd.mcp.transport import LATEST, SUPPORTED, Sessions
 from tests.support import BASE, Holder
 from tests.support.daemon import DaemonTestCase, free_port
+from tests.support.mcp_http import ACCEPT, MCPTestCase
 from tests.support.search import DEMO, search
 from tests.support.site import INITIALIZE, Answer, Connection, SiteTestCase
-
-ACCEPT = "application/json, text/event-stream"
-
-
-class Reply:
-    def __init__(self, response: Any, body: bytes) -> None:
-        self.code, self.headers, self.body = response.code, response.headers, body
-
-    def header(self, name: str) -> str | None:
-        values = self.headers.getRawHeaders(name.encode("ascii"))
-        return None if values is None else values[-1].decode("latin-1")
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-class MCPTestCase(SynchronousTestCase):
-    limit = 50
-    origins: tuple[str, ...] = ("https://app.example",)
-
-    def setUp(self) -> None:
-        self.clock = Clock()
-        self.sessions = Sessions(self.clock, idle=600, limit=self.limit)
-        self.resource = MCPResource(
-            Tools(Holder(DEMO)), self.sessions, BASE, self.origins
-        )
-        self.client = StubTreq(
-            make_site(Holder(DEMO), None, {"/mcp": self.resource}).resource
-        )
-        self.ids = 0
-
-    def http(self, method: str, body: Any = None, **headers: str) -> Reply:
-        raw = (
-            body
-            if isinstance(body, bytes) or body is None
-            else json.dumps(body).encode()
-        )
-        defaults = {"Accept": ACCEPT, "Content-Type": "application/json"}
-        defaults.update({k.replace("_", "-"): v for k, v in headers.items()})
-        response = self.successResultOf(
-            self.client.request(
-                method,
-                "http://reviews.example.com/mcp",
-                headers=Headers({k: [v] for k, v in defaults.items() if v is not None}),
-                data=raw,
-            )
-        )
-        return Reply(response, self.successResultOf(content(response)))
-
-    def initialize(self, version: str = "2025-06-18") -> str:
-        reply = self.http(
-            "POST",
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": version,
-                    "capabilities": {},
-                    "clientInfo": {"name": "test", "version": "1"},
-                },
-            },
-        )
-        self.assertEqual(reply.code, 200, reply.body)
-        session = reply.header("Mcp-Session-Id")
-        assert session is not None
-        return session
-
-    def rpc(
-        self, session: str, method: str, params: Any = None, **headers: str
-    ) -> Reply:
-        self.ids += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.ids, "method": method}
-        if params is not None:
-            message["params"] = params
-        return self.http("POST", message, Mcp_Session_Id=session, **headers)
-
-    def call(self, session: str, name: str, arguments: Any) -> dict[str, Any]:
-        reply = self.rpc(session, "tools/call", {"name": name, "arguments": arguments})
-        self.assertEqual(reply.code, 200)
-        return reply.json
 
 
 class LifecycleTests(MCPTestCase):
@@ -129,7 +47,16 @@ class LifecycleTests(MCPTestCase):
         result = reply.json["result"]
         self.assertEqual(reply.json["id"], "a")
         self.assertEqual(result["protocolVersion"], "2025-06-18")
-        self.assertEqual(result["capabilities"], {"tools": {"listChanged": False}})
+        self.assertEqual(
+            result["capabilities"],
+            {
+                "tools": {"listChanged": False},
+                "resources": {"subscribe": True, "listChanged": True},
+                "prompts": {"listChanged": False},
+                "completions": {},
+            },
+        )
+        self.assertNotIn("resultType", result)
         self.assertEqual(result["serverInfo"]["name"], "reviewsd")
         self.assertEqual(
             result["serverInfo"]["title"], "Thimbleberry Home Services reviews"
@@ -141,8 +68,9 @@ class LifecycleTests(MCPTestCase):
             ("2025-06-18", "2025-06-18"),
             ("2025-03-26", "2025-03-26"),
             ("2024-11-05", "2024-11-05"),
-            ("2025-11-25", "2025-06-18"),
-            ("1999-01-01", "2025-06-18"),
+            ("2025-11-25", "2025-11-25"),
+            ("2026-07-28", "2025-11-25"),
+            ("1999-01-01", "2025-11-25"),
         ]:
             reply = self.http(
                 "POST",
@@ -174,8 +102,10 @@ class LifecycleTests(MCPTestCase):
         self.assertEqual((notified.code, notified.body), (202, b""))
         ping = self.rpc(session, "ping")
         self.assertEqual(ping.json, {"jsonrpc": "2.0", "id": self.ids, "result": {}})
-        for method in ("resources/list", "prompts/list", "nonsense"):
-            self.assertEqual(self.rpc(session, method).json["error"]["code"], -32601)
+        for method in ("nonsense", "logging/setLevel", "server/discover"):
+            reply = self.rpc(session, method)
+            self.assertEqual((reply.code, reply.json["error"]["code"]), (200, -32601))
+            self.assertEqual(reply.json["id"], self.ids)
 
     def test_client_responses_are_accepted(self) -> None:
         session = self.initialize()
@@ -249,11 +179,18 @@ class TransportTests(MCPTestCase):
         reply = self.rpc(session, "ping", [1, 2])
         self.assertEqual(reply.json["error"]["code"], -32602)
 
-    def test_get_is_405(self) -> None:
-        for method in ("GET", "HEAD"):
-            reply = self.http(method)
-            self.assertEqual(reply.code, 405)
-            self.assertEqual(reply.header("Allow"), "POST, DELETE, OPTIONS")
+    def test_get_needs_a_session(self) -> None:
+        """GET opens a legacy session's stream: 400 without; HEAD never does."""
+        reply = self.http("GET")
+        self.assertEqual((reply.code, reply.json["error"]["code"]), (400, -32600))
+        self.assertIn("Mcp-Session-Id", reply.json["error"]["message"])
+        self.assertEqual(self.http("GET", Mcp_Session_Id="s1.forged.x").code, 404)
+        session = self.initialize()
+        reply = self.http("GET", Mcp_Session_Id=session, Accept="application/json")
+        self.assertEqual(reply.code, 406)
+        reply = self.http("HEAD")
+        self.assertEqual(reply.code, 405)
+        self.assertEqual(reply.header("Allow"), "GET, POST, DELETE, OPTIONS")
 
     def test_protocol_version_header(self) -> None:
         session = self.initialize()
@@ -266,6 +203,12 @@ class TransportTests(MCPTestCase):
         reply = self.rpc(session, "ping", MCP_Protocol_Version="2099-01-01")
         self.assertEqual(reply.code, 400)
         self.assertIn("2025-06-18", reply.json["error"]["message"])
+        self.assertEqual(reply.json["id"], self.ids)
+        self.assertEqual(reply.json["error"]["code"], -32022)
+        self.assertEqual(
+            reply.json["error"]["data"],
+            {"supported": list(SUPPORTED), "requested": "2099-01-01"},
+        )
 
     def test_origin(self) -> None:
         message = {
@@ -339,28 +282,72 @@ class SessionTests(MCPTestCase):
         self.assertEqual(self.http("DELETE", Mcp_Session_Id=session).code, 404)
         self.assertEqual(self.http("DELETE").code, 400)
 
-    def test_idle_sessions_expire(self) -> None:
-        session = self.initialize()
-        self.clock.advance(500)
+    def test_sessions_live_in_their_ids(self) -> None:
+        """
+        Any instance with the key verifies a session: a restarted daemon, or
+        another behind the same load balancer. Another key, a changed byte
+        or an expired id is a 404.
+        """
+        session = self.initialize("2025-03-26")
+        elsewhere = Sessions(Clock(), key=self.key)
+        found = elsewhere.get(session)
+        assert found is not None
+        self.assertEqual((found.protocol_version, found.client), ("2025-03-26", "test"))
+        self.assertIsNone(
+            Sessions(Clock(), key=b"another key, not shared").get(session)
+        )
+        tampered = session[:-3] + ("AAA" if session[-3:] != "AAA" else "BBB")
+        self.assertEqual(self.rpc(tampered, "ping").code, 404)
+        self.assertEqual(self.rpc("s1." + session[3:].upper(), "ping").code, 404)
+        self.clock.advance(LIFETIME - 1)
         self.assertEqual(self.rpc(session, "ping").code, 200)
-        self.clock.advance(500)
-        self.assertEqual(self.rpc(session, "ping").code, 200, "use keeps it alive")
-        self.clock.advance(601)
-        self.assertEqual(self.rpc(session, "ping").code, 404)
+        self.clock.advance(2)
+        self.assertEqual(self.rpc(session, "ping").code, 404, "expired")
 
     def test_periodic_expiry_frees_memory(self) -> None:
-        self.initialize()
-        self.initialize()
+        """Idle sessions stop counting as open; their ids stay valid."""
+        first, _ = self.initialize(), self.initialize()
+        self.assertEqual(len(self.sessions), 2)
         self.clock.advance(601)
         self.assertEqual(self.sessions.expire(), 2)
         self.assertEqual(len(self.sessions), 0)
+        self.assertEqual(self.rpc(first, "ping").code, 200)
+        self.assertEqual(len(self.sessions), 1)
 
-    def test_number_of_sessions_is_capped(self) -> None:
+    def test_memory_is_capped(self) -> None:
+        """Past the limit the oldest session leaves memory, not validity."""
         sessions = [self.initialize() for _ in range(4)]
         self.assertEqual(len(self.sessions), 3)
-        self.assertEqual(self.rpc(sessions[0], "ping").code, 404, "the oldest goes")
-        for session in sessions[1:]:
+        for session in sessions:
             self.assertEqual(self.rpc(session, "ping").code, 200)
+        for session in sessions:
+            self.assertEqual(self.http("DELETE", Mcp_Session_Id=session).code, 204)
+            self.assertEqual(self.rpc(session, "ping").code, 404)
+
+
+class SessionKeyTests(SynchronousTestCase):
+    def test_made_once_then_kept(self) -> None:
+        path = Path(self.mktemp())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = load_key(path, create=True)
+        self.assertEqual(len(key), 64)
+        self.assertEqual(path.stat().st_mode & 0o777, 0o600)
+        self.assertEqual(load_key(path, create=True), key)
+        self.assertEqual(load_key(path), key)
+        self.assertEqual(list(path.parent.iterdir()), [path])
+
+    def test_short_or_missing_keys_are_refused(self) -> None:
+        path = Path(self.mktemp())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self.assertRaises(SessionKeyError) as missing:
+            load_key(path)
+        self.assertIn(str(path), str(missing.exception))
+        path.write_text("  short  \n")
+        with self.assertRaises(SessionKeyError) as short:
+            load_key(path)
+        self.assertIn("at least 16", str(short.exception))
+        path.write_text("x" * 16)
+        self.assertEqual(load_key(path), b"x" * 16)
 
 
 class ToolTests(MCPTestCase):
@@ -439,7 +426,10 @@ class ToolTests(MCPTestCase):
         review = self.assert_conforms(
             "get_review", self.call(self.session, "get_review", {"id": newest.id})
         )
-        self.assertEqual(review, newest.as_record())
+        self.assertEqual(
+            review,
+            {**newest.as_record(), "permalink": DEMO.links.review_page(newest.id)},
+        )
 
     def test_argument_errors_name_the_argument(self) -> None:
         for name, arguments, argument in (
@@ -757,7 +747,7 @@ class HostileClientTests(SiteTestCase):
         for method in ("PUT", "PATCH", "TRACE", "PROPFIND", "CONNECT"):
             answer = connection.request(method, "/mcp", body=b"{}")
             self.assertEqual(answer.code, 405, method)
-            self.assertEqual(answer.headers["allow"], "POST, DELETE, OPTIONS")
+            self.assertEqual(answer.headers["allow"], "GET, POST, DELETE, OPTIONS")
             self.assertEqual(answer.headers["content-type"], "application/json")
             self.assertEqual(answer.json["error"], "method_not_allowed")
             self.assertIn(method, answer.json["message"])
@@ -837,7 +827,10 @@ class HostileClientDaemonTests(DaemonTestCase):
         for body in (b"[" * 1000, b"[" * 100_000):
             response, answer = yield self.post("/mcp", body)
             self.assertEqual((response.code, answer["error"]["code"]), (400, -32700))
-        for path, allowed in (("/mcp", "POST, DELETE, OPTIONS"), (HUB_PATH, "POST")):
+        for path, allowed in (
+            ("/mcp", "GET, POST, DELETE, OPTIONS"),
+            (HUB_PATH, "POST"),
+        ):
             for method in ("PUT", "PATCH", "TRACE"):
                 response, answer = yield self.post(path, b"{}", method)
                 self.assertEqual(response.code, 405, (path, method))

@@ -76,7 +76,34 @@ def _self_contained(schema: dict[str, Any]) -> dict[str, Any]:
     result = rewrite(copy.deepcopy(schema))
     if needed:
         result["$defs"] = needed
-    return result
+    portable: dict[str, Any] = _portable(result)
+    return portable
+
+
+_ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment"})
+
+
+def _portable(node: Any) -> Any:
+    """
+    C{node} with each list of types (C{["string", "null"]}) said with
+    C{anyOf}, one branch per type: a type list is valid JSON Schema, but
+    validators and the models that read tool schemas do not all take it.
+    A type's branch holds the node's other assertions; C{null}'s holds none.
+    """
+    if isinstance(node, list):
+        return [_portable(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: _portable(v) for k, v in node.items()}
+    kinds = node.get("type")
+    if not isinstance(kinds, list):
+        return node
+    notes = {k: v for k, v in node.items() if k in _ANNOTATIONS}
+    rest = {k: v for k, v in node.items() if k not in _ANNOTATIONS and k != "type"}
+    branches = [{"type": "null"} if k == "null" else {"type": k, **rest} for k in kinds]
+    if len(branches) == 1:
+        return {**notes, **branches[0]}
+    return {**notes, "anyOf": branches}
 
 
 def _object(
@@ -188,14 +215,17 @@ def _since(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
 
 
 def _review(snapshot: Snapshot, arguments: Mapping[str, Any]) -> bytes:
+    """The review's record, and its C{permalink}: the URL of its page."""
     review_id = _string(arguments, "id")
-    for position, review in enumerate(snapshot.dataset.reviews):
-        if review.id == review_id:
-            return snapshot.records.record(position)
-    raise NotFound(
-        f"No published review has the id {review_id!r}. Find ids with search_reviews "
-        "or get_reviews_since."
-    )
+    position = snapshot.positions.get(review_id)
+    if position is None:
+        raise NotFound(
+            f"No published review has the id {review_id!r}. Find ids with "
+            "search_reviews or get_reviews_since."
+        )
+    record = snapshot.records.record(position)
+    permalink = to_json(snapshot.links.review_page(review_id))
+    return b'%s,"permalink":%s}' % (record[:-1], permalink)
 
 
 _REVIEW_LIST = {"type": "array", "items": {"$ref": "#/components/schemas/Review"}}
@@ -402,9 +432,21 @@ CORE_TOOLS = (
     Tool(
         name="get_review",
         title="One review",
-        description="One verified review by its id, with every field.",
+        description=(
+            "One verified review by its id, with every field and its permalink "
+            "(the URL of its page)."
+        ),
         input_schema=_object({"id": _text("The review id.")}, ("id",)),
-        output_schema=_self_contained(SCHEMAS["Review"]),
+        output_schema=_self_contained(
+            _with(
+                SCHEMAS["Review"],
+                permalink={
+                    "type": "string",
+                    "format": "uri",
+                    "description": "The review's page.",
+                },
+            )
+        ),
         run=_review,
     ),
 )
@@ -508,6 +550,9 @@ class ToolRegistry(Protocol):
     @property
     def listing(self) -> bytes: ...
 
+    @property
+    def source(self) -> SnapshotSource: ...
+
     def title(self) -> str: ...
 
     def instructions(self) -> str: ...
@@ -519,6 +564,7 @@ class Tools:
     """The registry: the listing, and calls answered from the current snapshot."""
 
     def __init__(self, source: SnapshotSource, tools: tuple[Tool, ...] = TOOLS) -> None:
+        self.source = source
         self._source = source
         self._tools = {tool.name: tool for tool in tools}
         self.listing = to_json([tool.describe() for tool in tools])

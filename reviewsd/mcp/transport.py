@@ -1,138 +1,92 @@
 """
-The Model Context Protocol server: JSON-RPC 2.0 over streamable HTTP
-(protocol 2025-06-18), as a twisted.web resource at C{/mcp}.
+The Model Context Protocol over streamable HTTP at C{/mcp}, in both eras,
+as one twisted.web resource.
 
-Every answer is one C{application/json} object; the server never streams,
-so C{GET} is 405 as the transport allows. Sessions are only a protocol
-courtesy here (every tool is public and read-only): they are random, capped
-in number and expire when idle, so no client can make them exhaust memory.
+A request whose C{params._meta} names a revision, or whose
+C{MCP-Protocol-Version} header names a modern one, is served statelessly
+(C{2026-07-28}): its C{Mcp-Method} and C{Mcp-Name} headers must say what
+its body says (C{-32020}, 400), its revision must be spoken (C{-32022},
+400), its C{_meta} must be whole (C{-32602}, 400), and an unknown method
+is a 404. Anything else is legacy: C{initialize} opens a session
+(L{reviewsd.mcp.sessions}), and every later message names it.
+
+Answers are JSON, but for the event streams of change notifications:
+C{subscriptions/listen}, and a legacy session's C{GET}. Requests from web
+pages are held to the allowed origins in both eras.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
-import secrets
-from collections import OrderedDict
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from attrs import define
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from twisted.web.resource import Resource
-from twisted.web.server import Request
+from twisted.web.server import NOT_DONE_YET, Request
 
-from reviewsd import __version__
-from reviewsd.data.documents import to_json
-from reviewsd.logs import bounded, loggable_text
-from reviewsd.mcp.tools import ToolCallError, ToolRegistry
+from reviewsd.data.snapshot import SnapshotSource
+from reviewsd.logs import loggable_text
+from reviewsd.mcp.methods import Methods
+from reviewsd.mcp.protocol import (
+    CLIENT_CAPABILITIES,
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LATEST_LEGACY,
+    LEGACY,
+    MODERN,
+    PARSE_ERROR,
+    PROTOCOL_VERSION,
+    SERVER_INFO,
+    SUPPORTED,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    RPCError,
+    error_body,
+    result_body,
+    server_info,
+)
+from reviewsd.mcp.sessions import Session, Sessions
+from reviewsd.mcp.subscriptions import Notifications, StreamRefused
+from reviewsd.mcp.tools import ToolRegistry
 from reviewsd.web.errors import method_not_allowed
 from reviewsd.web.negotiation import accepts_all
 
+__all__ = ["LATEST", "SUPPORTED", "MCPResource", "Sessions"]
+
 log = Logger()
 
-LATEST = "2025-06-18"
-SUPPORTED = (LATEST, "2025-03-26", "2024-11-05")
+LATEST = LATEST_LEGACY
+"""The revision C{initialize} answers when the client's is not spoken."""
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-
-_ALLOW = b"POST, DELETE, OPTIONS"
+_ALLOW = b"GET, POST, DELETE, OPTIONS"
 _LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
-
-
-@define
-class Session:
-    """
-    @ivar client: the client's C{clientInfo.name}, cut at
-        L{reviewsd.logs.CLIENT_TEXT_MAX} characters.
-    """
-
-    id: str
-    protocol_version: str
-    client: str
-    last_seen: float
-
-
-class Sessions:
-    """
-    Live sessions, least recently used first: past C{limit} the oldest is
-    dropped (its client gets 404 and initializes again), and a session idle
-    for C{idle} seconds is expired.
-    """
-
-    def __init__(
-        self, clock: IReactorTime, idle: float = 1800.0, limit: int = 1000
-    ) -> None:
-        self._clock = clock
-        self._idle = idle
-        self._limit = limit
-        self._sessions: OrderedDict[str, Session] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-    def open(self, protocol_version: str, client: str) -> Session:
-        self.expire()
-        while len(self._sessions) >= self._limit:
-            self._sessions.popitem(last=False)
-        session = Session(
-            # 256 random bits, visible ASCII as the transport requires
-            id=secrets.token_urlsafe(32),
-            protocol_version=protocol_version,
-            client=bounded(client),
-            last_seen=self._clock.seconds(),
-        )
-        self._sessions[session.id] = session
-        return session
-
-    def get(self, session_id: str) -> Session | None:
-        session = self._sessions.get(session_id)
-        if session is None:
-            return None
-        now = self._clock.seconds()
-        if now - session.last_seen > self._idle:
-            del self._sessions[session_id]
-            return None
-        session.last_seen = now
-        self._sessions.move_to_end(session_id)
-        return session
-
-    def close(self, session_id: str) -> bool:
-        return self._sessions.pop(session_id, None) is not None
-
-    def expire(self) -> int:
-        """Drop every idle session; called periodically and before opening."""
-        cutoff = self._clock.seconds() - self._idle
-        stale = [k for k, s in self._sessions.items() if s.last_seen < cutoff]
-        for key in stale:
-            del self._sessions[key]
-        return len(stale)
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+"""The methods whose C{Mcp-Name} header mirrors a parameter, and which."""
+_BASE64_OPEN, _BASE64_CLOSE = "=?base64?", "?="
+_HEADER_TEXT = re.compile(r"[\t\x20-\x7e]*\Z")
+"""What a header value may hold (RFC 9110 5.5): visible ASCII, space, tab."""
 
 
 class _Refusal(Exception):
     """An answer that ends the exchange: HTTP status plus a JSON-RPC error."""
 
     def __init__(
-        self, status: int, code: int, message: str, request_id: Any = None
+        self,
+        status: int,
+        code: int,
+        message: str,
+        request_id: Any = None,
+        data: Any = None,
     ) -> None:
         super().__init__(message)
-        self.status, self.code, self.message, self.request_id = (
-            status,
-            code,
-            message,
-            request_id,
-        )
-
-
-def _error(request_id: Any, code: int, message: str, data: Any = None) -> bytes:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return to_json({"jsonrpc": "2.0", "id": request_id, "error": error})
+        self.status, self.code, self.message = status, code, message
+        self.request_id, self.data = request_id, data
 
 
 def _reject_constant(name: str) -> None:
@@ -144,10 +98,55 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
+def _header(request: Request, name: bytes) -> str | None:
+    """A header's value without the white space around it (RFC 9110 5.5)."""
+    raw = request.getHeader(name)
+    return None if raw is None else raw.decode("latin-1").strip(" \t")
+
+
+def _shown(text: str) -> str:
+    return repr(text[:100])
+
+
+def _mirrored(value: str, header: str, request_id: Any) -> str:
+    """
+    A mirrored header's value as its sender meant it: visible ASCII, or
+    the Base64 of UTF-8 between C{=?base64?} and C{?=}.
+    """
+    if not (value.isascii() and value.isprintable()) and not _HEADER_TEXT.match(value):
+        raise _Refusal(
+            400,
+            HEADER_MISMATCH,
+            f"Header mismatch: {header} holds characters a header may not.",
+            request_id,
+        )
+    if not (
+        value.startswith(_BASE64_OPEN)
+        and value.endswith(_BASE64_CLOSE)
+        and len(value) >= len(_BASE64_OPEN) + len(_BASE64_CLOSE)
+    ):
+        return value
+    encoded = value[len(_BASE64_OPEN) : -len(_BASE64_CLOSE)]
+    try:
+        return base64.b64decode(encoded, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        raise _Refusal(
+            400,
+            HEADER_MISMATCH,
+            f"Header mismatch: {header} is not valid Base64 of UTF-8.",
+            request_id,
+        ) from None
+
+
 class MCPResource(Resource):
     """
-    C{POST /mcp}: one JSON-RPC message per request. Requests are answered in
-    the body; notifications and client responses get 202 with no body.
+    C{/mcp}: one JSON-RPC message per C{POST}; a legacy session's event
+    stream on C{GET}; the end of a legacy session on C{DELETE}.
+
+    @param source: what the resources and prompts read; that of C{tools}
+        unless given.
+    @param notifications: the event streams; a registry of this resource's
+        own unless given (its keep-alives need it started).
     """
 
     isLeaf = True
@@ -159,11 +158,26 @@ class MCPResource(Resource):
         base_url: str,
         allowed_origins: tuple[str, ...] = (),
         instructions: str = "",
+        *,
+        source: SnapshotSource | None = None,
+        notifications: Notifications | None = None,
+        clock: IReactorTime | None = None,
     ) -> None:
         super().__init__()
-        self._tools = tools
+        source = tools.source if source is None else source
+        clock = sessions.clock if clock is None else clock
+        if notifications is None:
+            from reviewsd.mcp.resources import Catalogue
+
+            notifications = Notifications(clock, Catalogue(source))
         self._sessions = sessions
-        self._instructions = instructions
+        self.methods = Methods(
+            tools, source, notifications, clock, instructions, notifications.catalogue
+        )
+        self.notifications = notifications
+        notifications.identity = lambda: {
+            SERVER_INFO: server_info(self.methods.title())
+        }
         self._any_origin = "*" in allowed_origins
         self._origins = {_origin(base_url)} | {
             _origin(o) for o in allowed_origins if o != "*"
@@ -203,21 +217,55 @@ class MCPResource(Resource):
     def _refuse(self, request: Request, refusal: _Refusal) -> bytes:
         request.setResponseCode(refusal.status)
         request.setHeader(b"Content-Type", b"application/json")
-        return _error(refusal.request_id, refusal.code, refusal.message)
-
-    def render_GET(self, request: Request) -> bytes:
-        request.setHeader(b"Allow", _ALLOW)
-        return self._refuse(
-            request,
-            _Refusal(
-                405,
-                INVALID_REQUEST,
-                "This server sends no event stream: POST JSON-RPC messages to /mcp.",
-            ),
+        return error_body(
+            refusal.request_id, refusal.code, refusal.message, refusal.data
         )
 
+    def _check_origin(self, request: Request) -> None:
+        if not self._origin_allowed(request):
+            raise _Refusal(
+                403,
+                INVALID_REQUEST,
+                "Origin not allowed: requests from web pages must come from an "
+                "allowed origin.",
+            )
+
+    @staticmethod
+    def _client(request: Request) -> str:
+        return str(getattr(request.getClientAddress(), "host", "-"))
+
+    def render_GET(self, request: Request) -> bytes | int:
+        """A legacy session's stream of notifications (400 without a session)."""
+        try:
+            self._check_origin(request)
+            if request.getHeader(b"mcp-session-id") is None:
+                raise _Refusal(
+                    400,
+                    INVALID_REQUEST,
+                    "Missing Mcp-Session-Id header: GET opens the event stream of "
+                    "a legacy session; otherwise POST JSON-RPC messages to /mcp.",
+                )
+            session = self._session(request, None)
+            if not accepts_all(request.getHeader(b"accept"), "text/event-stream"):
+                raise _Refusal(
+                    406, INVALID_REQUEST, "Accept must allow text/event-stream."
+                )
+            self._cors(request)
+            self.notifications.open_session_stream(
+                request, self._client(request), session.id
+            )
+        except _Refusal as refusal:
+            return self._refuse(request, refusal)
+        except StreamRefused as refused:
+            return self._busy(request, refused, None)
+        return NOT_DONE_YET
+
     def render_HEAD(self, request: Request) -> bytes:
-        self.render_GET(request)
+        request.setHeader(b"Allow", _ALLOW)
+        self._refuse(
+            request,
+            _Refusal(405, INVALID_REQUEST, "HEAD has no answer here: POST to /mcp."),
+        )
         return b""
 
     def render_OPTIONS(self, request: Request) -> bytes:
@@ -232,7 +280,7 @@ class MCPResource(Resource):
         request.setHeader(
             b"Access-Control-Allow-Headers",
             b"Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, "
-            b"Last-Event-ID",
+            b"Mcp-Method, Mcp-Name, Last-Event-ID",
         )
         request.setHeader(b"Access-Control-Max-Age", b"86400")
         return b""
@@ -245,18 +293,10 @@ class MCPResource(Resource):
                 raise _Refusal(404, INVALID_REQUEST, "No such session.")
         except _Refusal as refusal:
             return self._refuse(request, refusal)
+        self.notifications.end_session(session_id)
         self._cors(request)
         request.setResponseCode(204)
         return b""
-
-    def _check_origin(self, request: Request) -> None:
-        if not self._origin_allowed(request):
-            raise _Refusal(
-                403,
-                INVALID_REQUEST,
-                "Origin not allowed: requests from web pages must come from an "
-                "allowed origin.",
-            )
 
     def _session_header(self, request: Request, request_id: Any) -> str:
         raw = request.getHeader(b"mcp-session-id")
@@ -265,24 +305,44 @@ class MCPResource(Resource):
                 400,
                 INVALID_REQUEST,
                 "Missing Mcp-Session-Id header: send initialize first, then the id "
-                "it returns with every request.",
+                "it returns with every request (or speak revision 2026-07-28, "
+                "which needs no session).",
                 request_id,
             )
         return raw.decode("latin-1")
 
-    def render_POST(self, request: Request) -> bytes:
+    def _session(self, request: Request, request_id: Any) -> Session:
+        session = self._sessions.get(self._session_header(request, request_id))
+        if session is None:
+            raise _Refusal(
+                404,
+                INVALID_REQUEST,
+                "Unknown or expired session: initialize again, without a session id.",
+                request_id,
+            )
+        return session
+
+    def _busy(self, request: Request, refused: StreamRefused, request_id: Any) -> bytes:
+        request.setHeader(b"Retry-After", b"%d" % refused.retry_after)
+        return self._refuse(
+            request, _Refusal(503, INTERNAL_ERROR, refused.message, request_id)
+        )
+
+    def render_POST(self, request: Request) -> bytes | int:
         try:
             body = self._post(request)
         except _Refusal as refusal:
             return self._refuse(request, refusal)
-        self._cors(request)
+        if body is NOT_DONE_YET:
+            return NOT_DONE_YET
+        assert not isinstance(body, int)
         if body is None:
             request.setResponseCode(202)
             return b""
         request.setHeader(b"Content-Type", b"application/json")
         return body
 
-    def _post(self, request: Request) -> bytes | None:
+    def _post(self, request: Request) -> bytes | int | None:
         self._check_origin(request)
         if getattr(request, "too_large", False):
             raise _Refusal(413, INVALID_REQUEST, "The request body is too large.")
@@ -299,33 +359,13 @@ class MCPResource(Resource):
             raise _Refusal(
                 415, INVALID_REQUEST, "Content-Type must be application/json."
             )
-        version = request.getHeader(b"mcp-protocol-version")
-        if version is not None and version.decode("latin-1") not in SUPPORTED:
-            raise _Refusal(
-                400,
-                INVALID_REQUEST,
-                f"Unsupported MCP-Protocol-Version; supported: {', '.join(SUPPORTED)}.",
-            )
         body = request.content.read() if request.content is not None else b""
         message = self._parse(body)
-        method = message.get("method")
-        request_id = message.get("id")
-        if method == "initialize" and "id" in message:
-            return self._initialize(request, request_id, message.get("params"))
-        session_id = self._session_header(request, request_id)
-        session = self._sessions.get(session_id)
-        if session is None:
-            raise _Refusal(
-                404,
-                INVALID_REQUEST,
-                "Unknown or expired session: initialize again, without a session id.",
-                request_id,
-            )
-        if "id" not in message or method is None:
-            # a notification (notifications/initialized among them), or a
-            # response to a request this server never sends: nothing to do
-            return None
-        return self._dispatch(request_id, method, message.get("params"))
+        self._cors(request)
+        version = self._modern_version(request, message)
+        if version is not None:
+            return self._modern(request, message)
+        return self._legacy(request, message)
 
     def _parse(self, raw: bytes) -> dict[str, Any]:
         try:
@@ -373,19 +413,194 @@ class MCPResource(Resource):
             )
         return message
 
-    # --- JSON-RPC -----------------------------------------------------------
+    # --- which era ------------------------------------------------------------
+
+    @staticmethod
+    def _unsupported(requested: str, request_id: Any) -> _Refusal:
+        return _Refusal(
+            400,
+            UNSUPPORTED_PROTOCOL_VERSION,
+            f"Unsupported protocol version {_shown(requested)}; supported: "
+            f"{', '.join(SUPPORTED)}.",
+            request_id,
+            {"supported": list(SUPPORTED), "requested": requested[:100]},
+        )
+
+    def _modern_version(self, request: Request, message: dict[str, Any]) -> str | None:
+        """
+        The modern revision a message is in, or C{None} for a legacy one.
+        The header and the body must agree on it, and it must be spoken.
+        """
+        request_id = message.get("id")
+        header = _header(request, b"mcp-protocol-version")
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if (
+            isinstance(meta, dict)
+            and PROTOCOL_VERSION in meta
+            and meta[PROTOCOL_VERSION] not in LEGACY
+        ):
+            declared = meta[PROTOCOL_VERSION]
+            if not isinstance(declared, str):
+                raise _Refusal(
+                    400,
+                    INVALID_PARAMS,
+                    f"_meta[{PROTOCOL_VERSION!r}] must be a string.",
+                    request_id,
+                )
+            if header != declared:
+                raise _Refusal(
+                    400,
+                    HEADER_MISMATCH,
+                    "Header mismatch: MCP-Protocol-Version "
+                    f"{_shown(header) if header is not None else '(missing)'} does "
+                    f"not match _meta {_shown(declared)}.",
+                    request_id,
+                )
+            if declared not in MODERN:
+                raise self._unsupported(declared, request_id)
+            return declared
+        if header in MODERN:
+            return header
+        if header is not None and header not in SUPPORTED:
+            raise self._unsupported(header, request_id)
+        return None
+
+    # --- modern ---------------------------------------------------------------
+
+    def _check_headers(
+        self, request: Request, method: str, params: Any, request_id: Any
+    ) -> None:
+        """C{Mcp-Method} and C{Mcp-Name} say what the body says, or -32020."""
+        sent = _header(request, b"mcp-method")
+        if sent is None:
+            raise _Refusal(
+                400,
+                HEADER_MISMATCH,
+                "Header mismatch: the Mcp-Method header is missing.",
+                request_id,
+            )
+        if _mirrored(sent, "Mcp-Method", request_id) != method:
+            raise _Refusal(
+                400,
+                HEADER_MISMATCH,
+                f"Header mismatch: Mcp-Method {_shown(sent)} does not match the "
+                f"body's method {_shown(method)}.",
+                request_id,
+            )
+        field = _NAMED.get(method)
+        if field is None:
+            return
+        named = params.get(field) if isinstance(params, dict) else None
+        name = _header(request, b"mcp-name")
+        if name is None:
+            if named is None:
+                return  # the params are wrong: the method says so
+            raise _Refusal(
+                400,
+                HEADER_MISMATCH,
+                f"Header mismatch: the Mcp-Name header is missing ({method} "
+                f"names params.{field}).",
+                request_id,
+            )
+        if _mirrored(name, "Mcp-Name", request_id) != named:
+            raise _Refusal(
+                400,
+                HEADER_MISMATCH,
+                f"Header mismatch: Mcp-Name {_shown(name)} does not match "
+                f"params.{field}.",
+                request_id,
+            )
+
+    @staticmethod
+    def _check_meta(params: Any, request_id: Any) -> dict[str, Any]:
+        """The params of a modern request, with their C{_meta} whole, or 400."""
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise _Refusal(400, INVALID_PARAMS, "params must be an object.", request_id)
+        meta = params.get("_meta")
+        missing = [
+            key
+            for key in (PROTOCOL_VERSION, CLIENT_CAPABILITIES)
+            if not isinstance(meta, dict) or key not in meta
+        ]
+        if missing:
+            raise _Refusal(
+                400,
+                INVALID_PARAMS,
+                "Invalid params: every request of revision 2026-07-28 carries "
+                f"params._meta with {' and '.join(missing)}.",
+                request_id,
+            )
+        assert isinstance(meta, dict)
+        if not isinstance(meta[CLIENT_CAPABILITIES], dict):
+            raise _Refusal(
+                400,
+                INVALID_PARAMS,
+                f"Invalid params: _meta[{CLIENT_CAPABILITIES!r}] must be an object.",
+                request_id,
+            )
+        return params
+
+    def _modern(self, request: Request, message: dict[str, Any]) -> bytes | int | None:
+        request_id, method = message.get("id"), message.get("method")
+        if "id" not in message or method is None:
+            # no notification asks anything of this server, and it sends no
+            # request a response could answer: accepted, as in a session
+            return None
+        self._check_headers(request, method, message.get("params"), request_id)
+        params = self._check_meta(message.get("params"), request_id)
+        try:
+            if method == "subscriptions/listen":
+                self.notifications.listen(
+                    request,
+                    self._client(request),
+                    request_id,
+                    params.get("notifications"),
+                )
+                return NOT_DONE_YET
+            return result_body(request_id, self.methods.modern(method, params))
+        except RPCError as e:
+            request.setResponseCode(e.status)
+            return error_body(request_id, e.code, e.message, e.data)
+        except StreamRefused as refused:
+            request.setResponseCode(503)
+            request.setHeader(b"Retry-After", b"%d" % refused.retry_after)
+            return error_body(request_id, INTERNAL_ERROR, refused.message)
+
+    # --- legacy ---------------------------------------------------------------
+
+    def _legacy(self, request: Request, message: dict[str, Any]) -> bytes | None:
+        method = message.get("method")
+        request_id = message.get("id")
+        if method == "initialize" and "id" in message:
+            return self._initialize(request, request_id, message.get("params"))
+        session = self._session(request, request_id)
+        if "id" not in message or method is None:
+            # a notification (notifications/initialized among them), or a
+            # response to a request this server never sends: nothing to do
+            return None
+        params = message.get("params")
+        if params is not None and not isinstance(params, dict):
+            return error_body(request_id, INVALID_PARAMS, "params must be an object.")
+        try:
+            result = self.methods.legacy(method, params or {}, session.id)
+        except RPCError as e:
+            return error_body(request_id, e.code, e.message, e.data)
+        return result_body(request_id, result)
 
     def _initialize(self, request: Request, request_id: Any, params: Any) -> bytes:
         if not isinstance(params, dict) or not isinstance(
             params.get("protocolVersion"), str
         ):
-            return _error(
+            return error_body(
                 request_id,
                 INVALID_PARAMS,
                 "initialize needs params.protocolVersion (a string).",
             )
         requested = params["protocolVersion"]
-        version = requested if requested in SUPPORTED else LATEST
+        version = requested if requested in LEGACY else LATEST_LEGACY
         info = params.get("clientInfo")
         client = info.get("name") if isinstance(info, dict) else None
         session = self._sessions.open(
@@ -397,61 +612,4 @@ class MCPResource(Resource):
             client=loggable_text(session.client) or "an unnamed client",
             version=version,
         )
-        return to_json(
-            {
-                "jsonrpc": "2.0",
-                "id": request_id,
-                "result": {
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": False}},
-                    "serverInfo": {
-                        "name": "reviewsd",
-                        "title": self._tools.title(),
-                        "version": __version__.public(),
-                    },
-                    "instructions": self._instructions or self._tools.instructions(),
-                },
-            }
-        )
-
-    def _dispatch(self, request_id: Any, method: str, params: Any) -> bytes:
-        if params is not None and not isinstance(params, dict):
-            return _error(request_id, INVALID_PARAMS, "params must be an object.")
-        params = params or {}
-        if method == "ping":
-            return b'{"jsonrpc":"2.0","id":%s,"result":{}}' % to_json(request_id)
-        if method == "tools/list":
-            if params.get("cursor") is not None:
-                return _error(
-                    request_id, INVALID_PARAMS, "Unknown cursor: the list has one page."
-                )
-            return b'{"jsonrpc":"2.0","id":%s,"result":{"tools":%s}}' % (
-                to_json(request_id),
-                self._tools.listing,
-            )
-        if method == "tools/call":
-            name, arguments = params.get("name"), params.get("arguments", {})
-            if not isinstance(name, str):
-                return _error(
-                    request_id,
-                    INVALID_PARAMS,
-                    "tools/call needs params.name (a string).",
-                )
-            if arguments is None:
-                arguments = {}
-            try:
-                result = self._tools.call(name, arguments)
-            except ToolCallError as e:
-                return _error(request_id, INVALID_PARAMS, e.message, e.data)
-            except Exception:
-                log.failure("MCP tool {name} failed", name=name)
-                return _error(
-                    request_id,
-                    INTERNAL_ERROR,
-                    f"The tool {name} failed; it has been logged.",
-                )
-            return b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (
-                to_json(request_id),
-                result,
-            )
-        return _error(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+        return result_body(request_id, self.methods.initialize(version))
