@@ -23,6 +23,7 @@ from twisted.web.http_headers import Headers
 
 from reviewsd.data.links import Links
 from reviewsd.data.loading import DEMO_DATA, Reader
+from reviewsd.data.mentions import Found, Matcher
 from reviewsd.data.model import Business, Review
 from reviewsd.data.search import SearchQuery
 from reviewsd.data.snapshot import GZIP_MIN_SIZE, SINCE_SEGMENT, SinceCache, Snapshot
@@ -35,31 +36,38 @@ from tests.support import BASE, FakeReactor, Holder, snapshot_of
 from tests.support.search import DEMO, search
 from tests.support.site import Connection
 
+_MATCHERS: dict[int, tuple[Business, Matcher]] = {}
 
-def _words(terms: list[str]) -> re.Pattern[str]:
-    """An independent whole-word matcher: \\b fails on 'Mike R.', so lookarounds."""
-    return re.compile(
-        "|".join(rf"(?<!\w){re.escape(t)}(?!\w)" for t in terms), re.IGNORECASE
-    )
+
+def _mentioned(business: Business, text: str) -> Found:
+    """
+    What a text mentions, asked of the matcher text by text, apart from the
+    index and the insights cache (the matcher's reading is tested in
+    tests.test_mentions).
+    """
+    kept = _MATCHERS.get(id(business))
+    if kept is None or kept[0] is not business:
+        kept = _MATCHERS[id(business)] = (business, Matcher(business))
+    return kept[1].find(text)
 
 
 def brute_force(
     business: Business, reviews: tuple[Review, ...], q: SearchQuery
 ) -> list[str]:
     """Every filter applied to every review, the slow and obvious way."""
-    technicians = [
-        [t.name, *t.aliases]
+    technicians = {
+        t.name
         for t in business.technicians
         if q.mentions_technician is not None
         and q.mentions_technician.casefold()
         in [n.casefold() for n in (t.name, *t.aliases)]
-    ]
-    services = [
-        [s.name, *s.keywords]
+    }
+    services = {
+        s.id
         for s in business.services
         if q.mentions_service is not None
         and q.mentions_service.casefold() in (s.id.casefold(), s.name.casefold())
-    ]
+    }
     matched = []
     for review in reviews:
         text = review.text or ""
@@ -75,12 +83,12 @@ def brute_force(
             review.text is None or q.query.casefold() not in text.casefold()
         ):
             continue
-        if q.mentions_technician is not None and not any(
-            _words(names).search(text) for names in technicians
+        if q.mentions_technician is not None and not (
+            technicians & _mentioned(business, text).technicians
         ):
             continue
-        if q.mentions_service is not None and not any(
-            _words(terms).search(text) for terms in services
+        if q.mentions_service is not None and not (
+            services & _mentioned(business, text).services
         ):
             continue
         matched.append(review.id)

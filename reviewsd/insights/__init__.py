@@ -1,8 +1,9 @@
 """
 Insights: what the reviews say, derived from them deterministically.
 
-Sentence sentiment by VADER with a small domain lexicon, aspects from a
-construction and home-services taxonomy, the technicians, services, places
+Clause sentiment by VADER with a domain lexicon and patterns of implicit
+outcomes, aspects from a construction and home-services taxonomy placed in
+the clause that gives them an opinion, the technicians, services, places
 and problems customers mention, topics, a monthly series with its trend, an
 FAQ, a summary and a pull quote, all in one JSON-ready document
 (L{derive_insights}; its fields are documented in
@@ -15,10 +16,15 @@ No Twisted here: derivation is blocking and meant for a worker thread.
 
 Modules, one concern each:
 
-  - C{data}: the JSON data files (taxonomy, topics, problems, lexicon, words);
+  - C{data}: the JSON data files (taxonomy, outcomes, topics, problems,
+    lexicon, words, measured figures);
   - C{cues}: whole-word cue matching for aspects, topics and problems;
+  - C{patterns}: many regular expressions, each tried where it can begin;
   - C{text}: sentence splitting and phrase extraction;
-  - C{sentiment}: VADER with the domain lexicon, and the labels;
+  - C{clauses}: clauses and segments of a sentence, and their weights;
+  - C{vader}: VADER's compound score, computed faster;
+  - C{sentiment}: VADER with the domain lexicon and the outcomes, the
+    labels, and the stars as evidence;
   - C{analysis}: the cached analysis of one review text;
   - C{cache}: L{ReviewCache}, in memory and in SQLite;
   - C{temporal}: the monthly series and the trend rule;

@@ -7,6 +7,11 @@ business-aware parts are decided when the document is derived.  An analysis
 is an L{Analysis}; L{reviewsd.insights.cache} stores it for every review, in
 a compact form of its own.
 
+Each sentence is cut into clauses and segments (L{reviewsd.insights.clauses});
+each segment is scored (L{reviewsd.insights.sentiment}: VADER, the domain
+lexicon and the implicit outcomes of C{outcomes.json}, found once per
+sentence); each cue of an aspect, topic or problem is placed in its
+segment, and an aspect counts only where its segment carries an opinion.
 Typographic apostrophes are read as ASCII ones (VADER's negations are
 spelled C{didn't}); quotes keep the text as written.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from reviewsd.insights.clauses import CONCEDED, PLAIN, VERDICT, Segment, segments
 from reviewsd.insights.cues import CueSet
 from reviewsd.insights.data import ASPECTS, DATA_DIGEST, PROBLEMS, TOPICS
 from reviewsd.insights.sentiment import (
@@ -27,10 +33,19 @@ from reviewsd.insights.sentiment import (
 from reviewsd.insights.text import Words, normalise, split_sentences
 
 #: Bumped when this module's output changes for the same text.
-ANALYSIS_REVISION = 1
+ANALYSIS_REVISION = 2
 
 #: What a cached analysis is valid for: this code, the data files and VADER.
 ENGINE_VERSION = f"{ANALYSIS_REVISION}-{DATA_DIGEST[:16]}-vader-{VADER_VERSION}"
+
+#: How much more the last opinionated sentence of a review weighs.
+LAST = 1.5
+
+#: An aspect is mentioned with an opinion when its clause scores at least
+#: this far from 0: a clause that is only open (a word such as "still" or
+#: "finally", telling that something turned out one way or the other)
+#: leaves the review open, not an aspect.
+ASPECT_FLOOR = 0.03
 
 QUOTE_MIN_SCORE = 0.5
 QUOTE_MIN_CHARS = 30
@@ -40,18 +55,19 @@ QUOTES_PER_REVIEW = 3
 
 AspectMention = tuple[str, float, tuple[str, ...]]
 """
-An aspect some sentence of the text mentions: C{(aspect id, score,
-phrases)}, the score the mean compound of the sentences that mention it,
-the phrases the candidates around its cues, in text order: 2 or 3 words of
-the cue's clause; the cue alone only when it scores as an opinion by
-itself, such as C{"on time"} or C{"good job"}, not C{"showed up"}.
+An aspect the text gives an opinion on: C{(aspect id, score, phrases)},
+the score the weighted mean of the opinions of the segments that mention
+it, the phrases the candidates around its cues, in text order: 2 or 3
+words of the cue's segment holding a word of opinion; the cue alone only
+when it scores as an opinion by itself, such as C{"on time"} or C{"good
+job"}, not C{"showed up"}.
 """
 
 ProblemMention = Sequence[Any]
 """
 A kind of problem whose cues the text holds, in its stored form: C{[problem
-id, [[compound, [phrase, ...]], ...]]}, the compound and phrases of each
-sentence that holds one of its cues, in text order.  Only reviews of 1 to
+id, [[compound, [phrase, ...]], ...]]}, the opinion and phrases of each
+segment that holds one of its cues, in text order.  Only reviews of 1 to
 4 stars look into them (L{reviewsd.insights.tally.counted_problems}): they
 are not made into tuples for all the others.
 """
@@ -75,16 +91,18 @@ class Analysis(NamedTuple):
     start.  An analysis itself is dropped once read: a named tuple, the
     quickest to make.
 
-    @ivar score: the review's sentiment score, the mean VADER compound of
-        its opinionated sentences (those with C{|compound| >= 0.05});
-        C{0.0} when no sentence carries sentiment; C{None} when the text
-        has no sentence.
-    @ivar sentence_scores: the compound score of every sentence, in text
-        order.
-    @ivar aspects: every aspect some sentence mentions, sorted by id.
+    @ivar score: the review's sentiment score from its text alone, the
+        weighted mean of the scores of its opinionated sentences; C{0.0}
+        when no sentence carries sentiment; C{None} when the text has no
+        sentence.
+    @ivar sentence_scores: the score of every sentence, the weighted mean
+        of its opinionated segments (0 when none is), in text order.
+    @ivar aspects: every aspect a segment with an opinion mentions, sorted
+        by id, with the weighted mean of those opinions.
     @ivar topics: the topic ids the text mentions, sorted.
     @ivar problems: every kind of problem whose cues appear, sorted by id,
-        with each sentence that holds one of its cues, in text order.
+        with the opinion and phrases of each segment that holds one of its
+        cues, in text order.
     @ivar quotes: sentences of 30 to 120 characters scoring at least 0.5,
         best first, at most three.
     """
@@ -128,72 +146,211 @@ class Analyser:
         return known
 
     def _phrases(
-        self, words: Words, matches: list[tuple[str, int, int]]
-    ) -> dict[str, list[str]]:
-        phrases: dict[str, list[str]] = {}
-        for category, first, last in matches:
-            found = phrases.setdefault(category, [])
-            for phrase in words.phrases(
-                first, last, bare=self._opinion(words, first, last)
-            ):
-                if phrase not in found:
-                    found.append(phrase)
-        return phrases
+        self,
+        words: Words,
+        segment: Segment,
+        first: int,
+        last: int,
+        opinions: list[bool] | None = None,
+        names: list[bool] | None = None,
+    ) -> list[str]:
+        return words.phrases(
+            first,
+            last,
+            bare=self._opinion(words, first, last),
+            low=segment.first,
+            high=segment.last,
+            opinions=opinions,
+            names=names,
+        )
 
     def analyse(self, text: str) -> Analysis:
-        """The analysis of one review text."""
-        compounds: list[float] = []
-        aspect_scores: dict[str, list[float]] = {}
+        """
+        The analysis of one review text: each sentence's segments scored
+        and weighed (a sentence that begins with a turn outweighs the one
+        before), the review's score the weighted mean of its opinionated
+        sentences, an aspect's the weighted mean of its opinions.
+        """
+        sentences = [self._sentence(s) for s in split_sentences(text)]
+        for before, after in zip(sentences, sentences[1:], strict=False):
+            if after.turned:
+                before.weigh(CONCEDED)
+                after.weigh(VERDICT)
+        compounds = [sentence.score() for sentence in sentences]
+        weighted = [
+            (compound, sentence.weight())
+            for compound, sentence in zip(compounds, sentences, strict=True)
+            if compound
+        ]
+        if len(weighted) > 1:
+            # the reviewer's last word weighs as a verdict
+            compound, weight = weighted[-1]
+            weighted[-1] = (compound, weight * LAST)
+        aspect_values: dict[str, list[tuple[float, float]]] = {}
         aspect_phrases: dict[str, list[str]] = {}
         problems: dict[str, list[list[Any]]] = {}
         topics: set[str] = set()
         quotes: list[Quote] = []
-        for sentence in split_sentences(text):
-            plain = normalise(sentence)
-            compound = self.scorer.score(plain)
-            compounds.append(compound)
-            words = Words(plain.casefold())
-            aspect_matches = self.aspects.find(words)
-            for aspect, found in self._phrases(words, aspect_matches).items():
-                aspect_scores.setdefault(aspect, []).append(compound)
+        for compound, sentence in zip(compounds, sentences, strict=True):
+            for aspect, value, k, found in sentence.aspects:
+                aspect_values.setdefault(aspect, []).append(
+                    (value, sentence.weights[k])
+                )
                 known = aspect_phrases.setdefault(aspect, [])
                 known.extend(p for p in found if p not in known)
-            matches = self.problems.find(words)
-            if matches:
-                for problem, found in self._phrases(words, matches).items():
-                    problems.setdefault(problem, []).append([compound, found])
-            topics.update(self.topics.ids(words))
+            for problem, value, found in sentence.problems:
+                problems.setdefault(problem, []).append([value, found])
+            topics.update(sentence.topics)
             if (
                 compound >= QUOTE_MIN_SCORE
-                and QUOTE_MIN_CHARS <= len(sentence) <= QUOTE_MAX_CHARS
+                and QUOTE_MIN_CHARS <= len(sentence.text) <= QUOTE_MAX_CHARS
             ):
-                mentioned = tuple(sorted({aspect for aspect, _, _ in aspect_matches}))
-                quotes.append((sentence, compound, mentioned))
-        opinionated = [
-            c for c in compounds if c >= POSITIVE_THRESHOLD or c <= NEGATIVE_THRESHOLD
-        ]
-        if not compounds:
-            score = None
-        elif opinionated:
-            score = round(sum(opinionated) / len(opinionated), 4)
-        else:
-            score = 0.0
+                mentioned = tuple(sorted({a for a, _, _, _ in sentence.aspects}))
+                quotes.append((sentence.text, compound, mentioned))
         quotes.sort(key=_quote_rank)
         return Analysis(
-            score=score,
+            score=None if not sentences else _mean(weighted) if weighted else 0.0,
             sentence_scores=compounds,
             aspects=tuple(
-                (
-                    aspect,
-                    round(sum(scores) / len(scores), 4),
-                    tuple(aspect_phrases[aspect]),
-                )
-                for aspect, scores in sorted(aspect_scores.items())
+                (aspect, _mean(values), tuple(aspect_phrases[aspect]))
+                for aspect, values in sorted(aspect_values.items())
             ),
             topics=tuple(sorted(topics)),
             problems=[[problem, problems[problem]] for problem in sorted(problems)],
             quotes=tuple(quotes[:QUOTES_PER_REVIEW]),
         )
+
+    def _sentence(self, sentence: str) -> _Sentence:
+        """One sentence: its segments scored, its cues found and placed."""
+        plain = normalise(sentence)
+        folded = plain.casefold()
+        words = Words(folded)
+        scored = plain if len(plain) == len(folded) else folded
+        found, turned = segments(words, scored)
+        scorer = self.scorer
+        matches = scorer.find(scored)
+        scores = [scorer.score(scored, s.start, s.end, matches) for s in found]
+        result = _Sentence(sentence, found, scores, turned)
+        if not found:
+            return result
+        holder = [0] * len(words)  # the segment of each word
+        for k, segment in enumerate(found):
+            holder[segment.first : segment.last + 1] = [k] * (
+                segment.last + 1 - segment.first
+            )
+        aspect_matches = self.aspects.find(words)
+        for start, end, index in matches:
+            ids = scorer.aspects[index]
+            if ids:
+                span = words.covering(start, end)
+                if span is not None:
+                    aspect_matches.extend((aspect, *span) for aspect in ids)
+        cued = {holder[first] for _, first, _ in aspect_matches}
+        opinions: list[bool] | None = None
+        names: list[bool] | None = None
+        for aspect, first, last in aspect_matches:
+            k = holder[first]
+            value = _opinion_of(found, scores, k, cued)
+            if abs(value) >= ASPECT_FLOOR:
+                if opinions is None or names is None:
+                    opinions = scorer.opinions(words, scored, matches)
+                    names = _names(words, scored)
+                phrases = self._phrases(words, found[k], first, last, opinions, names)
+                result.aspects.append((aspect, value, k, phrases))
+        # a kind of problem once per segment, with the phrases of its cues;
+        # not in a positive segment, which is never a complaint
+        problems: dict[tuple[str, int], list[str]] = {}
+        for problem, first, last in self.problems.find(words):
+            k = holder[first]
+            if _opinion_of(found, scores, k, set()) >= POSITIVE_THRESHOLD:
+                continue
+            known = problems.setdefault((problem, k), [])
+            for phrase in self._phrases(words, found[k], first, last):
+                if phrase not in known:
+                    known.append(phrase)
+        result.problems = [
+            (problem, _opinion_of(found, scores, k, set()), phrases)
+            for (problem, k), phrases in problems.items()
+        ]
+        result.topics = self.topics.ids(words)
+        return result
+
+
+def _names(words: Words, sentence: str) -> list[bool]:
+    """Whether each word is written as a name: capitalised, not first."""
+    return [
+        i > 0 and sentence[start].isupper() and word != "i"
+        for i, (word, start) in enumerate(zip(words.words, words.starts, strict=True))
+    ]
+
+
+def _mean(pairs: Sequence[tuple[float, float]]) -> float:
+    """The weighted mean of C{(value, weight)} pairs, rounded to 4 places."""
+    return round(
+        sum(value * weight for value, weight in pairs)
+        / sum(weight for _, weight in pairs),
+        4,
+    )
+
+
+def _opinion_of(
+    found: Sequence[Segment], scores: Sequence[float], k: int, cued: set[int]
+) -> float:
+    """
+    The opinion segment C{k} gives its cues: its own score, or when it has
+    none ("the tile work, wow, stunning"), that of the next segment of its
+    clause without a cue of its own, else of the one before.
+    """
+    if scores[k]:
+        return scores[k]
+    clause = found[k].clause
+    for j in (k + 1, k - 1):
+        if 0 <= j < len(found) and found[j].clause == clause and j not in cued:
+            if scores[j]:
+                return scores[j]
+    return 0.0
+
+
+class _Sentence:
+    """What one sentence contributes to the analysis of its review."""
+
+    __slots__ = (
+        "text",
+        "segments",
+        "scores",
+        "weights",
+        "turned",
+        "aspects",
+        "problems",
+        "topics",
+    )
+
+    def __init__(
+        self, text: str, found: list[Segment], scores: list[float], turned: bool
+    ) -> None:
+        self.text = text
+        self.segments = found
+        self.scores = scores
+        self.weights = [s.weight for s in found]
+        self.turned = turned
+        #: (aspect id, opinion, segment, phrases) of each cue with an opinion
+        self.aspects: list[tuple[str, float, int, list[str]]] = []
+        #: (problem id, opinion, phrases) of each cue
+        self.problems: list[tuple[str, float, list[str]]] = []
+        self.topics: set[str] = set()
+
+    def weigh(self, factor: float) -> None:
+        """Weigh the sentence C{factor} times what it weighed."""
+        self.weights = [w * factor for w in self.weights]
+
+    def weight(self) -> float:
+        """How much the sentence weighs in the review: its segments' mean."""
+        return sum(self.weights) / len(self.weights) if self.weights else PLAIN
+
+    def score(self) -> float:
+        """The weighted mean of the sentence's opinionated segments, or 0."""
+        pairs = [(s, w) for s, w in zip(self.scores, self.weights, strict=True) if s]
+        return _mean(pairs) if pairs else 0.0
 
 
 _analyser: Analyser | None = None

@@ -14,15 +14,16 @@ and for one listing C{"never called"}.
 
 A cue's C{exclude} phrases cancel the category's matches they overlap
 (C{"gutters cleaned"} is a service, not a word about cleanliness); its
-C{patterns} are regular expressions over the casefolded sentence.
+C{patterns} are regular expressions over the casefolded sentence, matched
+as whole words (L{reviewsd.insights.patterns.PatternSet}).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from reviewsd.insights.data import Category
+from reviewsd.insights.patterns import PatternSet
 from reviewsd.insights.text import Words, normalise, word_list
 
 Match = tuple[str, int, int]
@@ -40,13 +41,13 @@ def _index(pairs: dict[tuple[str, ...], list[str]]) -> _Index:
 
 
 def _occurrences(index: _Index, words: list[str]) -> list[Match]:
-    found = []
+    found: list[Match] = []
+    if index.keys().isdisjoint(words):
+        return found
+    hits = [i for i, word in enumerate(words) if word in index]
     n = len(words)
-    for i, word in enumerate(words):
-        candidates = index.get(word)
-        if candidates is None:
-            continue
-        for cue, owners in candidates:
+    for i in hits:
+        for cue, owners in index[words[i]]:
             size = len(cue)
             if size == 1 or (i + size <= n and tuple(words[i : i + size]) == cue):
                 for owner in owners:
@@ -75,12 +76,8 @@ class CueSet:
                 patterns.append((f"p{len(patterns)}", pattern, category.id))
         self._cues = _index(cues)
         self._exclusions = _index(exclusions)
-        self._patterns = (
-            re.compile("|".join(f"(?P<{name}>{p})" for name, p, _ in patterns))
-            if patterns
-            else None
-        )
-        self._pattern_owner = {name: owner for name, _, owner in patterns}
+        self._patterns = PatternSet([p for _, p, _ in patterns]) if patterns else None
+        self._pattern_owner = [owner for _, _, owner in patterns]
 
     def find(self, words: Words) -> list[Match]:
         """
@@ -89,11 +86,10 @@ class CueSet:
         """
         found = _occurrences(self._cues, words.words)
         if self._patterns is not None:
-            for m in self._patterns.finditer(words.folded):
-                span = words.covering(m.start(), m.end())
-                # every alternative is a named group: one of them matched
-                if span is not None and m.lastgroup is not None:
-                    found.append((self._pattern_owner[m.lastgroup], *span))
+            for start, end, index in self._patterns.finditer(words.folded):
+                span = words.covering(start, end)
+                if span is not None:
+                    found.append((self._pattern_owner[index], *span))
         if found and self._exclusions:
             excluded = _occurrences(self._exclusions, words.words)
             if excluded:

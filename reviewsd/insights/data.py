@@ -8,8 +8,11 @@ Every list of words lives in a data file, never in code:
   - C{topics.json}: recurring themes (id, label, cues);
   - C{problems.json}: kinds of complaint (id, label, cues, patterns);
   - C{sentiment_lexicon.json}: the domain extension of VADER's lexicon;
-  - C{text.json}: abbreviations for the sentence splitter, stop words for
-    phrase extraction.
+  - C{outcomes.json}: implicit outcomes ("still leaks", "found what two
+    others missed"): patterns with a valence and the aspects they mention;
+  - C{text.json}: abbreviations for the sentence splitter, the words that
+    cut a sentence into clauses and weigh them, stop words for phrase
+    extraction.
 
 L{DATA_DIGEST} hashes the bytes of all of them, so editing any data file
 changes L{reviewsd.insights.analysis.ENGINE_VERSION} and invalidates every
@@ -29,6 +32,7 @@ from attrs import frozen
 
 DATA_FILES = (
     "aspects.json",
+    "outcomes.json",
     "topics.json",
     "problems.json",
     "sentiment_lexicon.json",
@@ -120,13 +124,53 @@ def _valences(value: Any, where: str) -> dict[str, float]:
 
 
 _raw = {name: _read(name) for name in DATA_FILES}
+
+#: How the analysis compares with careful human readers (C{measured.json}),
+#: for the document's C{method}: not part of L{DATA_DIGEST}, for it says
+#: how good the analysis is, not what it does.
+MEASURED: dict[str, Any] = json.loads(_read("measured.json").decode("utf-8"))
 _documents = {name: json.loads(raw.decode("utf-8")) for name, raw in _raw.items()}
 
 DATA_DIGEST = hashlib.sha256(
     b"".join(name.encode() + b"\0" + raw + b"\0" for name, raw in _raw.items())
 ).hexdigest()
 
+
+def _outcomes(document: Any) -> list[tuple[str, float, tuple[str, ...]]]:
+    """C{(pattern, valence, aspect ids)} of C{outcomes.json}, expanded."""
+    vocabulary = document.get("vocabulary", {})
+    if not isinstance(vocabulary, dict) or not all(
+        isinstance(v, str) for v in vocabulary.values()
+    ):
+        raise ValueError("outcomes.json: vocabulary must map names to patterns")
+
+    def expand(pattern: str) -> str:
+        # "won't" also matches "wont", as reviewers often type it
+        expanded = re.sub(r"\{([A-Z_]+)\}", lambda m: vocabulary[m.group(1)], pattern)
+        return expanded.replace("n't", "n'?t")
+
+    found = []
+    for i, group in enumerate(document.get("outcomes", [])):
+        where = f"outcomes.json: outcomes[{i}]"
+        valence = _valences({"valence": group.get("valence")}, where)["valence"]
+        aspects = tuple(group.get("aspects", []))
+        for pattern in _strings(group.get("patterns"), f"{where}.patterns"):
+            expanded = expand(pattern)
+            if re.compile(expanded).groups:
+                raise ValueError(f"{where}.patterns[{pattern!r}]: use (?:...) groups")
+            found.append((expanded, valence, aspects))
+    return found
+
+
 ASPECTS = _categories(_documents["aspects.json"], "aspects", "aspects.json")
+
+#: The implicit outcomes of C{outcomes.json}: C{(pattern, valence, aspect
+#: ids)}, the patterns expanded, in the file's order (earlier ones win).
+OUTCOMES = _outcomes(_documents["outcomes.json"])
+for _pattern, _, _ids in OUTCOMES:
+    for _id in _ids:
+        if _id not in {a.id for a in ASPECTS}:
+            raise ValueError(f"outcomes.json: {_pattern!r}: no aspect {_id!r}")
 TOPICS = _categories(_documents["topics.json"], "topics", "topics.json")
 PROBLEMS = _categories(_documents["problems.json"], "problems", "problems.json")
 
@@ -135,10 +179,16 @@ VERSIONS = {name: _documents[name].get("version") for name in DATA_FILES}
 
 WORD_VALENCES: dict[str, float] = {}
 PHRASE_VALENCES: dict[str, float] = {}
+#: Emoji (single characters) and their valences, added after VADER's reading.
+EMOJI_VALENCES: dict[str, float] = {}
 for _i, _group in enumerate(_documents["sentiment_lexicon.json"]["groups"]):
     _where = f"sentiment_lexicon.json: groups[{_i}]"
     WORD_VALENCES.update(_valences(_group.get("words", {}), f"{_where}.words"))
     PHRASE_VALENCES.update(_valences(_group.get("phrases", {}), f"{_where}.phrases"))
+    _emoji = _valences(_group.get("emoji", {}), f"{_where}.emoji")
+    if any(len(e) != 1 for e in _emoji):
+        raise ValueError(f"{_where}.emoji: one character each")
+    EMOJI_VALENCES.update(_emoji)
 
 ABBREVIATIONS = frozenset(
     a.casefold() for a in _strings(_documents["text.json"]["abbreviations"], "text")
@@ -146,3 +196,37 @@ ABBREVIATIONS = frozenset(
 STOPWORDS = frozenset(
     w.casefold() for w in _strings(_documents["text.json"]["stopwords"], "text")
 )
+
+
+def _spellings(document: Any) -> dict[str, str]:
+    if not isinstance(document, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and k.strip() and v.strip()
+        for k, v in document.items()
+    ):
+        raise ValueError("text.json: spellings must map words to words")
+    return {k.casefold(): v.casefold() for k, v in document.items() if k != "about"}
+
+
+_edges = _documents["text.json"]["phrase_edges"]
+#: Words a phrase may not begin with, or end with: it would be unfinished.
+NOT_FIRST = frozenset(w.casefold() for w in _strings(_edges["not_first"], "text"))
+NOT_LAST = frozenset(w.casefold() for w in _strings(_edges["not_last"], "text"))
+
+#: Misspellings common in reviews, and the word meant.
+SPELLINGS = _spellings(_documents["text.json"].get("spellings", {}))
+
+
+def _word_lists(document: Any, name: str) -> dict[str, tuple[str, ...]]:
+    if not isinstance(document, dict):
+        raise ValueError(f"{name}: must be an object")
+    return {
+        key: tuple(w.casefold() for w in _strings(value, f"{name}.{key}"))
+        for key, value in document.items()
+        if key != "about"
+    }
+
+
+#: The words that cut a sentence into clauses, by role (text.json's
+#: C{contrast}: turns, weak_turns, concessions, verdicts, exceptions, joins,
+#: subjects, breaks).
+CONTRAST = _word_lists(_documents["text.json"]["contrast"], "text.json: contrast")

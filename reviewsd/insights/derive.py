@@ -10,17 +10,24 @@ C{per_review} entries it shares with later derivations, as read-only.
 Method
 ======
 
-Sentences are scored with VADER (vaderSentiment) extended by a small domain
-lexicon (L{reviewsd.insights.sentiment}); a score is VADER's C{compound}, in
--1..1, labelled C{positive} at >= 0.05, C{negative} at <= -0.05 and
-C{neutral} between.  A review's score is the mean of its opinionated
-sentences (|compound| >= 0.05), 0 when none is.  A sentence mentions an
-aspect, topic or problem when it holds one of the cues of C{aspects.json},
-C{topics.json} or C{problems.json} as whole words; an aspect's score in a
-review is the mean compound of the sentences that mention it, not the
-review's.  Technicians, services and service areas are found by
-L{reviewsd.data.mentions.Matcher} (names, aliases, keywords; whole words,
-case-insensitive).
+Each sentence is cut into clauses at contrast words and punctuation
+(L{reviewsd.insights.clauses}); each clause is scored with VADER
+(vaderSentiment), extended by a domain lexicon and by the implicit outcomes
+of C{outcomes.json} (L{reviewsd.insights.sentiment}); a score is VADER's
+C{compound}, in -1..1, labelled C{positive} at >= 0.05, C{negative} at <=
+-0.05 and C{neutral} between.  The clause after a turn ("but", "however")
+weighs 1.5, a conceded one ("although ...") 0.5; a sentence's score is the
+weighted mean of its opinionated clauses, a review's the weighted mean of
+its opinionated sentences, 0 when none is.  A clause mentions an aspect,
+topic or problem when it holds one of the cues of C{aspects.json},
+C{topics.json}, C{problems.json} or C{outcomes.json} as whole words; an
+aspect counts for a review only where its clause carries an opinion, and
+its score is the weighted mean of those clauses' scores, not the review's.
+The stars are evidence for what the text leaves open
+(L{reviewsd.insights.sentiment.with_stars}): a score strictly between
+-0.15 and 0.15, not 0, takes the side of 4-5 stars or 1-2 stars.
+Technicians, services and service areas are found by
+L{reviewsd.data.mentions.Matcher}.
 
 Rating-only reviews (C{text} null) count in C{review_count}, C{date_range},
 star ratings and C{temporal}; they mention nothing and have no sentiment, so
@@ -43,8 +50,11 @@ when there is nothing to measure (no review, or no scored review).
     (vaderSentiment 3.3.2 + domain lexicon v1; aspect taxonomy v1, topics v1,
     problems v1)"}.
   - C{method} (object): C{positive_threshold} (number, 0.05),
-    C{negative_threshold} (number, -0.05), and C{review_score},
-    C{aspect_score}, C{rating_only} (strings saying how those are computed).
+    C{negative_threshold} (number, -0.05), C{review_score},
+    C{aspect_score}, C{stars}, C{rating_only} (strings saying how those
+    are computed) and C{evaluation} (object: how the analysis agrees with
+    human readers on the labelled reviews, C{held_out} and C{development}
+    figures, and C{limits}, what it cannot do; C{measured.json}).
   - C{review_count} (int): published reviews, rating-only ones included.
   - C{date_range} (object): C{earliest}, C{latest} (C{YYYY-MM-DD} or null).
   - C{overall_sentiment} (object): C{score} (score or null: the mean review
@@ -53,21 +63,25 @@ when there is nothing to measure (no review, or no scored review).
     a score).
   - C{aspects[]}: every aspect of the taxonomy, most mentioned first (ties in
     taxonomy order), each with C{id} (string), C{label} (string),
-    C{mention_count} (int: reviews with a sentence that mentions it),
+    C{mention_count} (int: reviews with a clause that gives it an opinion),
     C{positive_count}, C{neutral_count}, C{negative_count} (int: those
     reviews by the label of the aspect's score in them; they add up to
     C{mention_count}), C{positive_pct} (pct or null), C{score} (score or
     null: the mean of the per-review aspect scores), C{top_phrases} (up to 5
-    strings: phrases of 2 or 3 words around the aspect's cues, casefolded
-    but otherwise as customers wrote them, found in the most reviews first,
-    among the 10,000 newest mentions) and C{example_review_ids} (ids).
+    strings: phrases of 2 or 3 words around the aspect's cues inside their
+    clause, holding a word of opinion and neither beginning nor ending
+    mid-thought, casefolded but otherwise as customers wrote them, found in
+    the most reviews first, among the 10,000 newest mentions) and
+    C{example_review_ids} (ids).
   - C{entities} (object):
       - C{technicians[]}: every technician of the business, most mentioned
         first, then by name, each with C{name} (string), C{mention_count}
         (int: reviews naming them or an alias), C{average_rating} (rating or
         null), C{sentiment_score} (score or null: the mean score of those
-        reviews), C{positive_pct} (pct or null: those reviews scored
-        positive) and C{example_review_ids} (ids).
+        reviews), C{positive_pct} (pct or null: the share of those reviews
+        scored positive, of those with an opinion; a text of facts only
+        neither praises nor blames; null when none has one) and
+        C{example_review_ids} (ids).
       - C{services[]}: every service of the business, most mentioned first,
         then by id, each with C{id} (string: what search's
         C{mentions_service} takes), C{name} (string) and the same figures.
@@ -98,9 +112,11 @@ when there is nothing to measure (no review, or no scored review).
         period has no reviews).
   - C{per_review} (object): for every published review id, in the dataset's
     order (newest first), an object with C{sentiment} (C{{score, label}} or
-    null), C{sentence_scores} (list of scores, one per sentence in text
-    order; empty for rating-only reviews), C{aspects[]} (C{{id, score,
-    label}} for each aspect a sentence mentions, by id), C{topics} (sorted
+    null; the review's score with the stars as evidence for an open text),
+    C{sentence_scores} (list of scores, one per sentence in text order, from
+    the text alone; empty for rating-only reviews), C{aspects[]} (C{{id,
+    score, label}} for each aspect the text gives an opinion on, by id),
+    C{topics} (sorted
     ids), C{problems} (sorted ids of the kinds of complaint counted for the
     review) and C{mentions} (C{technicians}: names, C{services}: ids,
     C{areas}: names; each a sorted list).  C{label} is C{positive},
@@ -129,13 +145,21 @@ import attrs
 import orjson
 
 from reviewsd import __version__
-from reviewsd.data.mentions import Matcher
+from reviewsd.data.mentions import MATCHING_REVISION, Matcher
 from reviewsd.data.model import Business, Dataset, Review
 from reviewsd.insights.cache import Entry, Mentions, ReviewCache
-from reviewsd.insights.data import ASPECTS, PROBLEMS, STOPWORDS, TOPICS, VERSIONS
+from reviewsd.insights.data import (
+    ASPECTS,
+    MEASURED,
+    PROBLEMS,
+    STOPWORDS,
+    TOPICS,
+    VERSIONS,
+)
 from reviewsd.insights.prose import Figures, faq, pull_quote, summary
 from reviewsd.insights.sentiment import (
     NEGATIVE_THRESHOLD,
+    OPEN,
     POSITIVE_THRESHOLD,
     VADER_VERSION,
 )
@@ -147,27 +171,45 @@ from reviewsd.memory import paused
 INSIGHTS_VERSION = 1
 
 MODEL = (
-    f"reviewsd-lexicon/{INSIGHTS_VERSION} (vaderSentiment {VADER_VERSION} + "
-    f"domain lexicon v{VERSIONS['sentiment_lexicon.json']}; aspect taxonomy "
-    f"v{VERSIONS['aspects.json']}, topics v{VERSIONS['topics.json']}, problems "
-    f"v{VERSIONS['problems.json']})"
+    f"reviewsd-lexicon/{INSIGHTS_VERSION} (clauses + vaderSentiment {VADER_VERSION} "
+    f"+ domain lexicon v{VERSIONS['sentiment_lexicon.json']} + implicit outcomes "
+    f"v{VERSIONS['outcomes.json']}; aspect taxonomy v{VERSIONS['aspects.json']}, "
+    f"topics v{VERSIONS['topics.json']}, problems v{VERSIONS['problems.json']})"
 )
 
 METHOD = {
     "positive_threshold": POSITIVE_THRESHOLD,
     "negative_threshold": NEGATIVE_THRESHOLD,
     "review_score": (
-        "Mean VADER compound score of the review's opinionated sentences "
-        "(|compound| >= 0.05); 0 when no sentence carries sentiment."
+        "Each sentence is cut into clauses at contrast words (but, although, "
+        "though, however, except, yet) and punctuation; each clause is scored "
+        "by VADER with a domain lexicon and the implicit outcomes of "
+        "outcomes.json ('still leaks', 'cracked within a month', 'found what "
+        "two others missed'). The clause after a turn weighs 1.5, a conceded "
+        "one 0.5. A sentence's score is the weighted mean of its opinionated "
+        "clauses, the review's the weighted mean of its opinionated sentences; "
+        "0 when none is."
     ),
     "aspect_score": (
-        "Mean compound score of the sentences of a review that mention the "
-        "aspect; aspect figures average these over the reviews."
+        "An aspect is mentioned when one of its cues is in a clause that "
+        "carries an opinion; its score in a review is the weighted mean of "
+        "those clauses' scores (a cue in a clause without one takes its "
+        "neighbour's in the same clause of the sentence). Aspect figures "
+        "average these over the reviews."
+    ),
+    "stars": (
+        f"The stars are evidence only where the text leaves the verdict open "
+        f"(a score between -{OPEN} and {OPEN}, not 0: faint words such as "
+        f"'fine', praise and complaint of equal weight, a bare outcome): it "
+        f"then takes the side of 4-5 stars (positive) or 1-2 (negative). A "
+        f"text without any opinion stays neutral, and a clear one keeps its "
+        f"sign, whatever the stars."
     ),
     "rating_only": (
         "Reviews without text count for ratings and monthly figures but have "
         "no sentiment and are left out of every sentiment figure."
     ),
+    "evaluation": MEASURED,
 }
 
 TOP_PHRASES = 5
@@ -181,10 +223,11 @@ CHECKPOINT_DISTANCE = 2_000
 def business_key(business: Business) -> str:
     """
     A fingerprint of what L{Matcher} matches (names, aliases, keywords,
-    places) and of the reviewsd version that matches them.
+    places) and of the reviewsd version and rules that match them.
     """
     value = [
         str(__version__),
+        MATCHING_REVISION,
         [[t.name, list(t.aliases)] for t in business.technicians],
         [[s.id, s.name, list(s.keywords)] for s in business.services],
         list(business.service_areas),

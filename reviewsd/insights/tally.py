@@ -20,11 +20,17 @@ from typing import Any
 import orjson
 
 from reviewsd.data.model import Business, Review
-from reviewsd.insights.analysis import Analysis
+from reviewsd.insights.analysis import Analysis, AspectMention
 from reviewsd.insights.cache import Mentions, ReviewCache
 from reviewsd.insights.data import ASPECTS, PROBLEMS, TOPICS
 from reviewsd.insights.prose import Candidate, quote_order
-from reviewsd.insights.sentiment import NEGATIVE_THRESHOLD, POSITIVE_THRESHOLD, label
+from reviewsd.insights.sentiment import (
+    NEGATIVE_THRESHOLD,
+    OPEN,
+    POSITIVE_THRESHOLD,
+    label,
+    with_stars,
+)
 from reviewsd.insights.temporal import MonthTally, month_key
 
 EXAMPLES = 5
@@ -73,7 +79,10 @@ class Memo:
     What one review contributes, for one rating: the parts of its analysis
     that a pass adds up, the very tuples the analysis holds.
 
-    @ivar aspects: as L{Analysis.aspects}.
+    @ivar score: the review's score, the stars as evidence where the text
+        leaves it open (L{with_stars}).
+    @ivar aspects: as L{Analysis.aspects}, the stars as evidence for the
+        open ones (L{rated_aspects}).
     @ivar problems: C{(problem id, phrases)} for each kind of complaint
         counted for the review (L{counted_problems}).
     @ivar topics: as L{Analysis.topics}.
@@ -98,29 +107,58 @@ class Memo:
         self, review_id: str, analysis: Analysis, mentions: Mentions, rating: int
     ) -> None:
         self.rating = rating
-        self.score = analysis.score
-        self.aspects = analysis.aspects
+        self.score = with_stars(analysis.score, rating)
+        self.aspects = rated_aspects(analysis.aspects, rating)
         self.problems = counted_problems(analysis, rating)
         self.topics = analysis.topics
         self.mentions = mentions
         self.quotes = analysis.quotes if rating >= 4 else ()
         self.json: bytes | memoryview = member_json(
-            review_id, analysis, [problem for problem, _ in self.problems], mentions
+            review_id,
+            analysis,
+            self.score,
+            self.aspects,
+            [problem for problem, _ in self.problems],
+            mentions,
         )
 
 
+def rated_aspects(
+    aspects: tuple[AspectMention, ...], rating: int
+) -> tuple[AspectMention, ...]:
+    """
+    The aspects of an analysis with the stars as evidence for the open ones
+    (L{with_stars}); the very tuple when none is open, as nearly always.
+    """
+    if all(abs(value) >= OPEN for _, value, _ in aspects):
+        return aspects
+    return tuple(
+        [
+            (aspect, with_stars(value, rating) or 0.0, phrases)
+            for aspect, value, phrases in aspects
+        ]
+    )
+
+
 def member_json(
-    review_id: str, analysis: Analysis, problems: list[str], mentions: Mentions
+    review_id: str,
+    analysis: Analysis,
+    score: float | None,
+    aspects: tuple[AspectMention, ...],
+    problems: list[str],
+    mentions: Mentions,
 ) -> bytes:
-    """One C{per_review} member: the review's id, then its entry."""
-    score = analysis.score
+    """
+    One C{per_review} member: the review's id, then its entry (C{score} and
+    C{aspects} with the stars as evidence).
+    """
     technicians, services, areas = mentions
     entry = {
         "sentiment": None if score is None else {"score": score, "label": label(score)},
         "sentence_scores": analysis.sentence_scores,
         "aspects": [
             {"id": aspect, "score": value, "label": label(value)}
-            for aspect, value, _ in analysis.aspects
+            for aspect, value, _ in aspects
         ],
         "topics": analysis.topics,
         "problems": problems,
@@ -322,6 +360,9 @@ class Tally:
     def figures(self, ordinals: list[int]) -> dict[str, Any]:
         """Statistics of the reviews at C{ordinals}, which mention something."""
         scores = [s for s in map(self.scores.__getitem__, ordinals) if s is not None]
+        # a text of facts only ("Dev replaced the faucet in Tigard") neither
+        # praises nor blames: it is not counted against the positive share
+        opinions = [s for s in scores if s]
         count = len(ordinals)
         return {
             "mention_count": count,
@@ -332,7 +373,7 @@ class Tally:
             ),
             "sentiment_score": exact_mean(scores, 4),
             "positive_pct": pct(
-                sum(map(POSITIVE_THRESHOLD.__le__, scores)), len(scores)
+                sum(map(POSITIVE_THRESHOLD.__le__, opinions)), len(opinions)
             ),
             "example_review_ids": self.newest(ordinals),
         }

@@ -21,7 +21,13 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
-from reviewsd.insights.data import ABBREVIATIONS, STOPWORDS
+from reviewsd.insights.data import (
+    ABBREVIATIONS,
+    NOT_FIRST,
+    NOT_LAST,
+    SPELLINGS,
+    STOPWORDS,
+)
 
 _BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*(?:\s+|$)|\s*\n\s*")
 _LAST_WORD = re.compile(r"(\S+)$")
@@ -83,20 +89,24 @@ def word_list(text: str) -> list[str]:
 class Words:
     """
     The words of one casefolded sentence, with where they are and where its
-    clauses break.
+    clauses break.  A word is read without a final C{'s} and as spelled
+    correctly (C{text.json}'s C{spellings}: C{"profesional"}), so that cues
+    match it.
     """
 
     __slots__ = ("folded", "words", "starts", "ends", "_breaks")
 
     def __init__(self, folded: str) -> None:
         self.folded = folded
-        self.words: list[str] = []
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        for m in WORD.finditer(folded):
-            self.words.append(m.group())
-            self.starts.append(m.start())
-            self.ends.append(m.end())
+        found = list(WORD.finditer(folded))
+        self.starts = [m.start() for m in found]
+        self.ends = [m.end() for m in found]
+        words = [m.group() for m in found]
+        if "'s" in folded:  # "work's fine": the cue "work"
+            words = [w[:-2] if w.endswith("'s") else w for w in words]
+        if not SPELLINGS.keys().isdisjoint(words):
+            words = [SPELLINGS.get(w, w) for w in words]
+        self.words = words
         self._breaks: list[bool] | None = None
 
     def __len__(self) -> int:
@@ -108,8 +118,8 @@ class Words:
         last = bisect_left(self.starts, end) - 1
         return (first, last) if first <= last else None
 
-    def _clause_breaks(self) -> list[bool]:
-        # breaks[i]: a clause ends between word i - 1 and word i.
+    def clause_breaks(self) -> list[bool]:
+        """C{breaks[i]}: punctuation between word C{i - 1} and word C{i}."""
         if self._breaks is None:
             folded, starts, ends = self.folded, self.starts, self.ends
             self._breaks = [False] + [
@@ -119,36 +129,64 @@ class Words:
             ]
         return self._breaks
 
-    def phrases(self, first: int, last: int, *, bare: bool = False) -> list[str]:
+    def phrases(
+        self,
+        first: int,
+        last: int,
+        *,
+        bare: bool = False,
+        low: int = 0,
+        high: int | None = None,
+        opinions: list[bool] | None = None,
+        names: list[bool] | None = None,
+    ) -> list[str]:
         """
         The phrases of two to L{MAX_PHRASE_WORDS} words that hold words
-        C{first} to C{last}, stay inside their clause, and neither begin nor
-        end with a stop word or a number outside them: for the cue
-        C{"price"} in C{"a fair price, and fast"}, C{"fair price"}.  Those
-        words alone are one of them only when C{bare} is true.  Phrases are
-        the casefolded text as written, white space collapsed.
+        C{first} to C{last}, stay inside their clause (and words C{low} to
+        C{high}), and neither begin nor end with a stop word or a number
+        outside them, nor with a word that leaves the phrase unfinished
+        (C{text.json}'s C{phrase_edges}: not C{"not book"}, C{"months
+        past"}): for the cue C{"price"} in C{"a fair price, and fast"},
+        C{"fair price"}.  With C{opinions} (whether each word of the
+        sentence carries an opinion), only phrases holding such a word;
+        with C{names} (whether each word is written as a name), none that
+        begins with a name before the cue.
+        Those words alone are one of them only when C{bare} is true.
+        Phrases are the casefolded text as written, white space collapsed.
         """
         core = last - first + 1
         if core >= MAX_PHRASE_WORDS:
-            return [self._text(first, last)] if bare and core > 1 else []
-        breaks = self._clause_breaks()
+            whole = (
+                bare
+                and core > 1
+                and self.words[first] not in NOT_FIRST
+                and self.words[last] not in NOT_LAST
+            )
+            return [self._text(first, last)] if whole else []
+        breaks = self.clause_breaks()
         room = MAX_PHRASE_WORDS - core
+        floor, ceiling = low, len(self.words) - 1 if high is None else high
         low = first
-        while low > 0 and first - low < room and not breaks[low]:
+        while low > floor and first - low < room and not breaks[low]:
             low -= 1
         high = last
-        while (
-            high < len(self.words) - 1 and high - last < room and not breaks[high + 1]
-        ):
+        while high < ceiling and high - last < room and not breaks[high + 1]:
             high += 1
         found = []
+        words = self.words
         for a in range(low, first + 1):
-            if a < first and self._stop(a):
+            if (a < first and self._stop(a)) or words[a] in NOT_FIRST:
                 continue
+            if a < first and names is not None and names[a]:
+                continue  # "thimbleberry called back": a name, then its doing
             for b in range(last, min(high, a + MAX_PHRASE_WORDS - 1) + 1):
-                if b - a < 1 or (b > last and self._stop(b)):
+                if b - a < 1 or (b > last and self._stop(b)) or words[b] in NOT_LAST:
                     continue
                 if a == first and b == last and not bare:
+                    continue
+                if opinions is not None and not (
+                    (a == first and b == last) or any(opinions[a : b + 1])
+                ):
                     continue
                 found.append(self._text(a, b))
         return found
