@@ -6,13 +6,14 @@ Feed 1.1 and RFC 4287.
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 
 import feedparser
 from twisted.trial.unittest import SynchronousTestCase
 
-from reviewsd.data.documents import FEED_ITEMS
-from reviewsd.data.loading import DEMO_DATA
+from reviewsd.data.documents import FEED_ITEMS, render_reviews
+from reviewsd.data.loading import DEMO_DATA, load_dataset
 from reviewsd.data.snapshot import Snapshot
 from tests.support import BASE, review, snapshot_of, write_data
 from tests.support.feedvalidation import atom_problems, json_feed_problems
@@ -102,6 +103,27 @@ class DemoDocumentTests(SynchronousTestCase):
 class RenderingTests(SynchronousTestCase):
     def setUp(self) -> None:
         self.dir = Path(self.mktemp())
+
+    def test_records_written_one_at_a_time(self) -> None:
+        """
+        The records body is written one record at a time: making it holds
+        little more than the body twice, not each record's own buffer
+        (orjson's output holds 4 KiB whatever its length).
+        """
+        write_data(self.dir, [review(n) for n in range(2000)])
+        _, dataset = load_dataset(self.dir)
+        tracing = tracemalloc.is_tracing()
+        if not tracing:
+            tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            records = render_reviews(dataset)
+            peak = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            if not tracing:
+                tracemalloc.stop()
+        self.assertLess(peak, 4 * len(records.body))
 
     def test_rating_only_and_replies_in_feeds(self) -> None:
         """A review with no text still has content; an owner reply is shown."""

@@ -9,15 +9,26 @@ rely on is actually reported when broken.
 from __future__ import annotations
 
 import copy
+import json
+import re
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
+import feedparser
+import lxml.html
+from twisted.internet.testing import MemoryReactorClock
 from twisted.trial.unittest import SynchronousTestCase
 
+from reviewsd.data.loading import DEMO_DATA
+from reviewsd.web.site import make_site
+from tests.support import BASE, Holder, review, snapshot_of, write_data
 from tests.support.feedvalidation import (
     atom_problems,
     json_feed_problems,
     rfc3339_problem,
 )
+from tests.support.site import Connection
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
 
@@ -469,3 +480,113 @@ class AtomProblemsTests(SynchronousTestCase):
             b'<link href="https://reviews.example/reviews/2"/><link rel="related"/>',
         )
         self.assertReported(xml, "RELAX NG (RFC 4287 appendix B)")
+
+
+# RFC 4151 section 2.1, with the specific part of reviewsd's review ids
+_TAG = re.compile(
+    r"tag:(?P<authority>[A-Za-z0-9._-]+@[a-z0-9.-]+|[a-z0-9.-]+)"
+    r",(?P<date>[0-9]{4}(?:-[0-9]{2}(?:-[0-9]{2})?)?)"
+    r":review/(?P<id>(?:[A-Za-z0-9._~-]|%[0-9A-F]{2})+)"
+)
+
+SERVED = [
+    review(1, id="plain", date="2024-05-01"),
+    review(
+        2,
+        id="a/b c?d#\u00e9%&<>\"'+",
+        date="2024-04-01",
+        owner_reply={"text": "Thanks!", "date": "2024-04-02"},
+    ),
+    review(3, id="rated", date="2024-03-01", text=None, source_url=None),
+    review(4, id="hidden", verified=False),
+]
+
+
+class ServedFeedTests(SynchronousTestCase):
+    """
+    The feeds reviewsd serves pass these validators, and a consumer that
+    knows only the feeds ties every Atom entry and JSON Feed item to its
+    review: by the entry's id, and by following its links.
+    """
+
+    def setUp(self) -> None:
+        directory = write_data(Path(self.mktemp()), SERVED)
+        self.snapshot = snapshot_of(directory)
+        holder = Holder(self.snapshot)
+        self.connection = Connection(make_site(holder, MemoryReactorClock()))
+        self.records = {r.id: r.as_record() for r in self.snapshot.dataset.reviews}
+
+    def fetch(self, url: str) -> Any:
+        self.assertTrue(url.startswith(BASE + "/"), url)
+        answer = self.connection.request("GET", url.removeprefix(BASE))
+        self.assertEqual(answer.code, 200, url)
+        return answer
+
+    def test_served_feeds_conform(self) -> None:
+        for snapshot in (self.snapshot, snapshot_of(DEMO_DATA)):
+            documents = snapshot.documents
+            self.assertEqual(atom_problems(documents["/feed.xml"].identity.body), [])
+            feed = json.loads(documents["/api/feed.json"].identity.body)
+            self.assertEqual(json_feed_problems(feed), [])
+
+    def test_atom_entries_name_their_reviews(self) -> None:
+        """
+        Each entry's id is an RFC 4151 tag ending in the review id,
+        percent-encoded; its alternate links are the review's page and
+        record, its via link the original.
+        """
+        parsed = feedparser.parse(self.snapshot.documents["/feed.xml"].identity.body)
+        self.assertFalse(parsed.bozo, parsed.get("bozo_exception"))
+        tied = []
+        for entry in parsed.entries:
+            tag = _TAG.fullmatch(entry.id)
+            self.assertIsNotNone(tag, entry.id)
+            assert tag is not None
+            self.assertEqual(tag["authority"], "builders.example")
+            review_id = unquote(tag["id"])
+            record = self.records[review_id]
+            tied.append(review_id)
+            links = {(link.rel, link.get("type")): link.href for link in entry.links}
+            page = self.fetch(links[("alternate", "text/html")])
+            tree = lxml.html.document_fromstring(page.body)
+            (canonical,) = [e for e in tree.iter("link") if e.get("rel") == "canonical"]
+            self.assertEqual(canonical.get("href"), links[("alternate", "text/html")])
+            self.assertEqual(entry.link, links[("alternate", "text/html")])
+            answer = self.fetch(links[("alternate", "application/json")])
+            self.assertEqual(answer.json, record)
+            self.assertEqual(links.get(("via", "text/html")), record["source_url"])
+        self.assertEqual(tied, [r.id for r in self.snapshot.dataset.reviews])
+        self.assertNotIn("hidden", tied)
+
+    def test_json_feed_items_name_their_reviews(self) -> None:
+        """
+        Each item's id is the review id and its url the review's page;
+        external_url is the original, when there is one. (feedparser 6 reads
+        no JSON Feed, so the feed is read as JSON.)
+        """
+        feed = json.loads(self.snapshot.documents["/api/feed.json"].identity.body)
+        self.assertEqual(json_feed_problems(feed), [])
+        for item in feed["items"]:
+            record = self.records[item["id"]]
+            self.assertEqual(item["_review"], record)
+            page = self.fetch(item["url"])
+            self.assertIn(b'rel="canonical" href="' + item["url"].encode(), page.body)
+            self.assertEqual(item.get("external_url"), record["source_url"])
+        self.assertEqual(
+            [i["id"] for i in feed["items"]],
+            [r.id for r in self.snapshot.dataset.reviews],
+        )
+
+    def test_two_alternates_of_other_types(self) -> None:
+        """RFC 4287 4.1.1: one alternate per type, so a page and a record pass."""
+        xml = atom_entries(
+            atom_entry(
+                '<link rel="alternate" type="text/html"'
+                ' href="https://reviews.example/reviews/1"/>'
+                '<link rel="alternate" type="application/json"'
+                ' href="https://reviews.example/api/reviews/1"/>'
+                '<link rel="via" type="text/html" href="https://elsewhere.example/1"/>'
+            ),
+            feed_author=True,
+        )
+        self.assertEqual(atom_problems(xml), [])

@@ -12,17 +12,27 @@ import json
 import re
 import uuid
 from array import array
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
+from urllib.parse import quote, urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
 import orjson
 from attrs import frozen
 
 from reviewsd import __version__
-from reviewsd.data.links import Links
+from reviewsd.data.links import (
+    REVIEW_PAGE_PREFIX,
+    SEARCH_PATH,
+    SINCE_PATH,
+    SITEMAP_PATH,
+    Links,
+    rfc3339,
+    sitemap_part_path,
+)
 from reviewsd.data.model import Business, Dataset, Review
 
 JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
@@ -84,6 +94,30 @@ class Records:
         return self.body[self.offsets[start] : self.offsets[stop] - 1]
 
 
+class ReviewPositions:
+    """
+    Where each published review sits in the records, by id: the ids sorted,
+    beside their positions, searched by bisection. At 100,000 reviews that
+    holds 1.6 MB where a dict of ids would hold 6.6, for a lookup of a few
+    microseconds.
+    """
+
+    __slots__ = ("_ids", "_positions")
+
+    def __init__(self, reviews: Sequence[Review]) -> None:
+        ids = list(map(attrgetter("id"), reviews))
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        self._ids = [ids[position] for position in order]
+        self._positions = array("q", order)
+
+    def get(self, review_id: str) -> int | None:
+        """The position of the review C{review_id}, or C{None}."""
+        at = bisect_left(self._ids, review_id)
+        if at < len(self._ids) and self._ids[at] == review_id:
+            return self._positions[at]
+        return None
+
+
 def render_reviews(
     dataset: Dataset,
     previous: Records | None = None,
@@ -93,8 +127,12 @@ def render_reviews(
     """
     The C{/reviews.json} body and its records; with the C{previous} records
     of C{previous_reviews} and each review's C{origin} there (the position
-    of its id, or -1), a record of the same review object is cut from there
-    instead of being written again.
+    of its id, or -1), a record of the same review object is copied from
+    there instead of being written again.
+
+    Each record is written into one buffer as soon as it is made: orjson's
+    output holds 4 KiB whatever its length, so a list of every record held
+    ten times the body (400 MiB at 100,000 reviews) until joined.
     """
     head = to_json(
         {
@@ -103,19 +141,38 @@ def render_reviews(
         }
     )
     if previous is None:
-        parts = [to_json(review.as_record()) for review in dataset.reviews]
+        parts: Iterable[bytes | memoryview] = (
+            to_json(review.as_record()) for review in dataset.reviews
+        )
     else:
-        parts = [
-            previous.record(before)
+        kept, at = memoryview(previous.body), previous.offsets
+        parts = (
+            kept[at[before] : at[before + 1] - 1]
             if before >= 0 and previous_reviews[before] is review
             else to_json(review.as_record())
             for review, before in zip(dataset.reviews, origin, strict=True)
-        ]
-    prefix = head[:-1] + b',"reviews":['
-    offsets = array("q", [len(prefix)])
+        )
+    body, offsets = _joined(head[:-1] + b',"reviews":[', parts)
+    return Records(body=body, offsets=offsets, head=head)
+
+
+def _joined(
+    prefix: bytes, parts: Iterable[bytes | memoryview]
+) -> tuple[bytes, array[int]]:
+    """
+    C{prefix}, then the C{parts} comma-separated and closed, written into
+    one buffer one part at a time; and where each part starts.
+    """
+    body = bytearray(prefix)
+    offsets = array("q", [len(body)])
     for part in parts:
-        offsets.append(offsets[-1] + len(part) + 1)
-    return Records(body=prefix + b",".join(parts) + b"]}", offsets=offsets, head=head)
+        body += part
+        body += b","
+        offsets.append(len(body))
+    if len(offsets) > 1:
+        del body[-1]
+    body += b"]}"
+    return bytes(body), offsets
 
 
 def _timestamp(day: datetime.date) -> str:
@@ -149,15 +206,19 @@ def _home_page(business: Business, links: Links) -> str:
 
 
 def render_json_feed(dataset: Dataset, links: Links) -> bytes:
+    """
+    The JSON Feed: each item's C{id} is the review id, its C{url} the
+    review's permalink, its C{external_url} the original on its platform.
+    """
     business = dataset.business
     publisher: dict[str, str] = {"name": business.name}
     if business.url:
         publisher["url"] = business.url
     items = []
     for review in dataset.reviews[:FEED_ITEMS]:
-        item: dict[str, Any] = {"id": review.id}
+        item: dict[str, Any] = {"id": review.id, "url": links.review_page(review.id)}
         if review.source_url:
-            item["url"] = review.source_url
+            item["external_url"] = review.source_url
         item["title"] = _title(review)
         item["content_text"] = _content(review)
         item["date_published"] = _timestamp(review.date)
@@ -195,9 +256,82 @@ def _urn(name: str) -> str:
     return uuid.uuid5(uuid.NAMESPACE_URL, name).urn
 
 
+# --- the ids of reviews in the Atom feed -------------------------------------
+
+TAG_DATE = "2026"
+"""
+The date of every review's C{tag:} URI (RFC 4151): fixed, so that an
+entry's id never moves.
+"""
+
+_DNS_NAME = re.compile(
+    r"\A[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\Z"
+)
+_MAILBOX = re.compile(r"\A[A-Za-z0-9._-]+\Z")
+
+
+def _dns_name(host: str | None) -> str | None:
+    """C{host} as RFC 4151's C{DNSname} (ASCII, lower case), or C{None}."""
+    if not host:
+        return None
+    try:
+        name = host.rstrip(".").lower().encode("idna").decode("ascii")
+    except UnicodeError:
+        return None
+    return name if _DNS_NAME.match(name) else None
+
+
+def _url_host(url: str | None) -> str | None:
+    try:
+        return _dns_name(urlsplit(url).hostname) if url else None
+    except ValueError:
+        return None
+
+
+def _email(value: object) -> str | None:
+    """An email address as RFC 4151's C{emailAddress}, or C{None}."""
+    if not isinstance(value, str):
+        return None
+    mailbox, _, domain = value.strip().rpartition("@")
+    name = _dns_name(domain)
+    if name is None or not _MAILBOX.match(mailbox):
+        return None
+    return f"{mailbox}@{name}"
+
+
+def tag_authority(business: Business, links: Links) -> str:
+    """
+    Who names the reviews in their C{tag:} URIs: the business, by the host
+    of its C{url}, else by its C{email} address, else by the host of the
+    base URL (C{localhost} when that is an address that is no DNS name).
+    The business's own names do not move when the service does.
+    """
+    return (
+        _url_host(business.url)
+        or _email(business.metadata.get("email"))
+        or _url_host(links.base)
+        or "localhost"
+    )
+
+
+def review_tag(authority: str, review_id: str) -> str:
+    """
+    The Atom id of a review: C{tag:AUTHORITY,2026:review/ID}, the id
+    percent-encoded as in its permalink, so that a consumer gets the review
+    id back by unquoting what follows C{:review/}.
+    """
+    return f"tag:{authority},{TAG_DATE}:review/{quote(review_id, safe='')}"
+
+
 def render_atom(dataset: Dataset, links: Links) -> bytes:
+    """
+    The Atom feed: each entry's C{id} is the review's L{review_tag}, its
+    alternate links the review's page and record, its C{via} link the
+    original on its platform.
+    """
     business = dataset.business
     reviews = dataset.reviews[:FEED_ITEMS]
+    authority = tag_authority(business, links)
     updated = max((_updated(r) for r in reviews), default=datetime.date(1970, 1, 1))
     out = [
         '<?xml version="1.0" encoding="utf-8"?>\n',
@@ -221,14 +355,22 @@ def render_atom(dataset: Dataset, links: Links) -> bytes:
     ]
     for review in reviews:
         out.append("<entry>\n")
-        out.append(f"<id>{_urn(f'{links.reviews}#{review.id}')}</id>\n")
+        out.append(f"<id>{_xml_text(review_tag(authority, review.id))}</id>\n")
         out.append(f"<title>{_xml_text(_title(review))}</title>\n")
         out.append(f"<published>{_timestamp(review.date)}</published>\n")
         out.append(f"<updated>{_timestamp(_updated(review))}</updated>\n")
         out.append(f"<author><name>{_xml_text(review.author)}</name></author>\n")
+        out.append(
+            f'<link rel="alternate" type="text/html" '
+            f"href={_xml_attr(links.review_page(review.id))}/>\n"
+        )
+        out.append(
+            f'<link rel="alternate" type="application/json" '
+            f"href={_xml_attr(links.review_record(review.id))}/>\n"
+        )
         if review.source_url:
             out.append(
-                f'<link rel="alternate" type="text/html" '
+                f'<link rel="via" type="text/html" '
                 f"href={_xml_attr(review.source_url)}/>\n"
             )
         stars = review.rating
@@ -298,6 +440,9 @@ def render_llms_txt(dataset: Dataset, insights: dict[str, Any], links: Links) ->
         "limit (JSON)",
         f"- Reviews since a date: {links.url('/api/reviews/since/')}YYYY-MM-DD, "
         "for incremental sync (JSON)",
+        f"- One review: {links.url(REVIEW_PAGE_PREFIX)}ID (its page, HTML) and "
+        f"{links.url('/api/reviews/')}ID (its record, JSON), the id "
+        "percent-encoded",
         f"- [JSON Feed]({links.json_feed}) and [Atom feed]({links.atom_feed}) of "
         f"the {FEED_ITEMS} newest reviews",
         f"- [OpenAPI description]({links.url('/.well-known/openapi.json')}) of "
@@ -316,3 +461,119 @@ def render_llms_txt(dataset: Dataset, insights: dict[str, Any], links: Links) ->
         "",
     ]
     return "\n".join(lines).encode("utf-8")
+
+
+def render_robots(links: Links) -> bytes:
+    """
+    C{/robots.txt}: crawlers are welcome but for the two routes that answer
+    any question asked of them, and are shown the sitemap. (Under a base
+    URL with a path, the lines belong in the host's own robots.txt.)
+    """
+    base = urlsplit(links.base).path.rstrip("/")
+    return "\n".join(
+        [
+            "# Everything here is public. Search and incremental sync answer",
+            "# whatever they are asked, so crawlers are kept out of those two;",
+            "# every review has a page of its own, listed in the sitemap.",
+            "User-agent: *",
+            f"Disallow: {base}{SEARCH_PATH}",
+            f"Disallow: {base}{SINCE_PATH}/",
+            "",
+            f"Sitemap: {links.url(SITEMAP_PATH)}",
+            "",
+        ]
+    ).encode("utf-8")
+
+
+SITEMAP_URLS = 50_000
+"""The most URLs one sitemap file may list (sitemaps.org protocol)."""
+SITEMAP_BYTES = 50 * 1024 * 1024
+"""The largest a sitemap file may be, uncompressed (sitemaps.org protocol)."""
+SITEMAP_LOC = range(12, 2049)
+"""The lengths of URL the sitemaps.org schema admits."""
+
+_SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]+\Z")
+_XML_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n'
+
+
+def _sitemap_entries(
+    dataset: Dataset, links: Links, pages: Mapping[str, int]
+) -> Iterator[tuple[str, str]]:
+    """
+    Every URL of the sitemap as its C{<url>} element, with its C{lastmod}:
+    the pages, then each review's permalink, dated by the review or its
+    reply. A URL longer than the schema admits is left out.
+    """
+    for path, modified in pages.items():
+        loc, lastmod = links.url(path), rfc3339(modified)
+        if len(loc) in SITEMAP_LOC:
+            yield (
+                f"<url><loc>{_xml_text(loc)}</loc><lastmod>{lastmod}</lastmod></url>\n",
+                lastmod,
+            )
+    prefix = links.url(REVIEW_PAGE_PREFIX)
+    room = range(SITEMAP_LOC.start - len(prefix), SITEMAP_LOC.stop - len(prefix))
+    head = f"<url><loc>{_xml_text(prefix)}"
+    days: dict[datetime.date, str] = {}
+    for review in dataset.reviews:  # (a loop for 100,000 reviews: kept tight)
+        review_id = review.id
+        # as review_path, which quotes all but unreserved characters
+        tail = review_id if _UNRESERVED.match(review_id) else quote(review_id, safe="")
+        if len(tail) in room:
+            day = _updated(review)
+            lastmod = days.get(day) or days.setdefault(day, day.isoformat())
+            yield f"{head}{tail}</loc><lastmod>{lastmod}</lastmod></url>\n", lastmod
+
+
+def _urlset(entries: Iterable[str]) -> bytes:
+    return "".join(
+        [_XML_HEAD, f'<urlset xmlns="{_SITEMAP_NS}">\n', *entries, "</urlset>\n"]
+    ).encode("utf-8")
+
+
+def _files(entries: Iterable[tuple[str, str]]) -> Iterator[tuple[bytes, str]]:
+    """
+    The entries as sitemap files that each fit in the protocol's limits,
+    each with its newest C{lastmod}: made one at a time, so that the
+    entries of one file at most are held as strings.
+    """
+    room = SITEMAP_BYTES - len(_urlset(()))
+    run: list[str] = []
+    size, newest = 0, ""
+    for entry, lastmod in entries:
+        length = len(entry) if entry.isascii() else len(entry.encode("utf-8"))
+        if len(run) == SITEMAP_URLS or size + length > room:
+            yield _urlset(run), newest
+            run, size, newest = [], 0, ""
+        run.append(entry)
+        size += length
+        if lastmod > newest:  # (dates and instants in UTC sort as text)
+            newest = lastmod
+    yield _urlset(run), newest
+
+
+def render_sitemaps(
+    dataset: Dataset, links: Links, pages: Mapping[str, int]
+) -> dict[str, bytes]:
+    """
+    The sitemap (sitemaps.org 0.9) of C{pages} (path: when it last changed,
+    in seconds) and of every review's permalink, by path: C{/sitemap.xml}
+    alone while it fits in one file (50,000 URLs, 50 MiB), else an index at
+    C{/sitemap.xml} of C{/sitemap-1.xml}, C{/sitemap-2.xml}..., each dated
+    by its newest entry.
+    """
+    files = list(_files(_sitemap_entries(dataset, links, pages)))
+    if len(files) == 1:
+        return {SITEMAP_PATH: files[0][0]}
+    documents = {}
+    index = [_XML_HEAD, f'<sitemapindex xmlns="{_SITEMAP_NS}">\n']
+    for number, (body, newest) in enumerate(files, 1):
+        path = sitemap_part_path(number)
+        documents[path] = body
+        index.append(
+            f"<sitemap><loc>{_xml_text(links.url(path))}</loc>"
+            f"<lastmod>{newest}</lastmod></sitemap>\n"
+        )
+    index.append("</sitemapindex>\n")
+    return {SITEMAP_PATH: "".join(index).encode("utf-8"), **documents}

@@ -23,6 +23,8 @@ from reviewsd.data.documents import (
     render_json_feed,
     render_llms_txt,
     render_reviews,
+    render_robots,
+    render_sitemaps,
     to_json,
 )
 from reviewsd.data.links import (
@@ -34,6 +36,7 @@ from reviewsd.data.links import (
     LLMS_PATH,
     OPENAPI_PATH,
     REVIEWS_PATH,
+    ROBOTS_PATH,
     STYLESHEET_PATH,
     Links,
     rfc3339,
@@ -208,6 +211,25 @@ def _publish_pages(documents: _Documents, snapshot: Snapshot) -> None:
     documents.publish(STYLESHEET_PATH, STYLESHEET, STYLESHEET_TYPE, False)
 
 
+SITEMAP_TYPE = b"application/xml"
+
+
+def _publish_for_crawlers(
+    documents: _Documents, dataset: Dataset, links: Links
+) -> None:
+    """
+    C{/robots.txt} and the sitemap, which dates the pages by their
+    documents: published after them.
+    """
+    documents.publish(ROBOTS_PATH, render_robots(links), TEXT, False)
+    pages = {
+        path: documents.built[path].last_modified
+        for path in (HOME_PATH, DEVELOPERS_PATH)
+    }
+    for path, body in render_sitemaps(dataset, links, pages).items():
+        documents.publish(path, body, SITEMAP_TYPE, False)
+
+
 def build_snapshot(
     dataset: Dataset,
     links: Links,
@@ -263,6 +285,8 @@ def build_snapshot(
             per_review=per_review,
         )
         _publish_pages(documents, data_only)
+        documents.settle()
+        _publish_for_crawlers(documents, dataset, links)
         return attrs.evolve(data_only, documents=documents.settle())
     finally:
         documents.close()
