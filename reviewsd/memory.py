@@ -1,7 +1,7 @@
 """
 The process's memory: the cyclic collector kept off the millions of small,
 cycle-free objects a snapshot is made of, and freed memory given back to
-the system.
+the system, after a build and after bursts of large transfers.
 
 CPython's cyclic collector walks every tracked container of the older
 generations again and again while such a structure grows; for 100,000
@@ -17,6 +17,10 @@ import gc
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from twisted.internet.interfaces import IDelayedCall, IReactorTime
 
 _lock = threading.Lock()
 _depth = 0
@@ -65,6 +69,12 @@ def _malloc_trim() -> Callable[[int], int] | None:
 _trim = _malloc_trim()
 
 
+def trim_heap() -> None:
+    """Give the free memory of the C heap back to the system (glibc only)."""
+    if _trim is not None:
+        _trim(0)
+
+
 def settle_memory() -> None:
     """
     Freeze everything alive now (L{freeze}), and give what the last build
@@ -76,5 +86,53 @@ def settle_memory() -> None:
     some 20 ms).
     """
     freeze()
-    if _trim is not None:
-        _trim(0)
+    trim_heap()
+
+
+class Trimmer:
+    """
+    Gives back the memory a burst of large transfers used, once it is over:
+    when the last transfer under way has ended and none has begun for
+    C{delay} seconds on C{clock}.
+
+    The chunks such transfers write come from the C heap, and glibc keeps
+    what they free: it serves blocks of up to the largest one freed yet
+    from its heap, and returns the heap's free memory to the system only
+    from its top, or when trimmed. Trimming walks the whole heap (a
+    millisecond at 100,000 reviews, more when it has pages to give back),
+    so it waits for the burst to end rather than follow each transfer; a
+    transfer costs two calls here.
+    C{trim} defaults to L{trim_heap}.
+    """
+
+    def __init__(
+        self,
+        clock: IReactorTime,
+        delay: float = 2.0,
+        trim: Callable[[], object] | None = None,
+    ) -> None:
+        self.delay = delay
+        self._clock = clock
+        self._trim = trim
+        self._under_way = 0
+        self._pending: IDelayedCall | None = None
+
+    def began(self) -> None:
+        """A large transfer has begun: no trimming until it ends."""
+        self._under_way += 1
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+
+    def ended(self) -> None:
+        """A large transfer has ended: trim after C{delay} if it was the last."""
+        self._under_way -= 1
+        if self._under_way == 0 and self._pending is None:
+            self._pending = self._clock.callLater(self.delay, self._trimmed)
+
+    def _trimmed(self) -> None:
+        self._pending = None
+        if self._trim is None:
+            trim_heap()
+        else:
+            self._trim()
