@@ -1,18 +1,39 @@
 """
-Requests per second for the dataset documents, beside a bare twisted.web
-resource serving the same bytes with the same validators.
+Requests per second for small answers, the daemon as installed beside
+what a user could run instead, all serving the same bytes.
 
     python benchmarks/documents.py [--rounds 3] [--seconds 5] [--connections 16]
+        [--reviews 300] [--peer-venv DIR | --no-peer] [--baseline TREE]
+        [--server-cpu 0] [--wrk-cpu 1]
 
-Needs wrk (Debian: apt-get install wrk). Starts `twistd -n reviewsd` on the
-bundled demo data and the bare resource, each in its own process, and loads
-them from wrk in a third, alternating rounds so that machine noise hits both
-alike. Not part of the test suite.
+Needs wrk (Debian: apt-get install wrk). Generates a data directory of
+C{--reviews} reviews and starts, each in its own process pinned to
+C{--server-cpu} (wrk runs on C{--wrk-cpu}):
+
+  - reviewsd as installed: the unit's logger (C{--logger=
+    reviewsd.logs.journal_observer}, JSON lines, here to /dev/null), its
+    access log on;
+  - reviewsd C{--access-log off};
+  - bare: a leaf twisted.web resource answering the same bytes with the
+    same validators (304 on a matching C{If-None-Match}, gzip when
+    accepted), with no access log: the ceiling of twisted.web;
+  - uvicorn+Starlette (uvloop, httptools, no access log) serving the same
+    bytes the same way, from C{--peer-venv}, a virtual environment of its
+    own made on first use (C{python -m venv DIR && DIR/bin/pip install
+    uvicorn starlette uvloop httptools}), never a dependency of reviewsd.
+
+With C{--baseline}, the daemon from another source tree too, access log on
+and off (C{git archive HEAD | tar -x -C /tmp/before} makes one from the last
+commit). The search row is computed by reviewsd, and a static copy of its
+answer for the others. Rounds alternate the servers, so that machine noise hits all
+alike; the table shows the median and the range of the rounds. Not part of
+the test suite.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -24,43 +45,104 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = ("/reviews.json", "/api/feed.json", "/feed.xml")
+JOURNAL_LOGGER = "reviewsd.logs.journal_observer"
+"""The logger the systemd unit gives twistd: the installed configuration."""
+
+SEARCH = "/api/reviews/search?rating=5&limit=20"
+ROWS: tuple[tuple[str, str, str], ...] = (
+    # label, target, what the request carries
+    ("/reviews.json 304", "/reviews.json", "etag"),
+    ("/reviews.json gzip 200", "/reviews.json", "gzip"),
+    ("/api/feed.json 200", "/api/feed.json", ""),
+    ("search rating=5&limit=20", SEARCH, ""),
+)
 
 BARE = r'''
-import os, sys
+import json, sys
 from twisted.internet import reactor
 from twisted.web.resource import Resource
 from twisted.web.server import Site
 
-port, path, etag, modified, ctype, body_file, access_log = sys.argv[1:8]
-body = open(body_file, "rb").read()
+port, spec_file = int(sys.argv[1]), sys.argv[2]
+DOCUMENTS = {}
+for target, doc in json.load(open(spec_file)).items():
+    reps = {}
+    for name in ("identity", "gzip"):
+        if doc[name] is not None:
+            body_file, etag = doc[name]
+            reps[name] = (open(body_file, "rb").read(), etag.encode())
+    DOCUMENTS[target.encode()] = (
+        reps, doc["content_type"].encode(), doc["last_modified"].encode()
+    )
 
 class Bare(Resource):
-    """The ceiling: a leaf that answers one document with its validators."""
+    """The ceiling: a leaf that answers documents with their validators."""
     isLeaf = True
     def render_GET(self, request):
-        request.setHeader(b"ETag", etag.encode())
-        request.setHeader(b"Last-Modified", modified.encode())
-        if request.getHeader(b"if-none-match") == etag.encode():
+        reps, content_type, last_modified = DOCUMENTS[request.uri]
+        encoding = request.getHeader(b"accept-encoding") or b""
+        gzipped = "gzip" in reps and b"gzip" in encoding
+        body, etag = reps["gzip" if gzipped else "identity"]
+        request.setHeader(b"ETag", etag)
+        request.setHeader(b"Last-Modified", last_modified)
+        if request.getHeader(b"if-none-match") == etag:
             request.setResponseCode(304)
             return b""
-        request.setHeader(b"Content-Type", ctype.encode())
+        request.setHeader(b"Content-Type", content_type)
+        if gzipped:
+            request.setHeader(b"Content-Encoding", b"gzip")
         return body
 
 site = Site(Bare())
 site.noisy = False
-if access_log == "off":
-    site.log = lambda request: None
-else:  # log as twistd does (text lines), so that both sides do the same work
-    from twisted.logger import globalLogBeginner, textFileLogObserver
-    globalLogBeginner.beginLoggingTo([textFileLogObserver(open(os.devnull, "w"))])
-reactor.listenTCP(int(port), site, interface="127.0.0.1")
+site.log = lambda request: None  # no access log
+reactor.listenTCP(port, site, interface="127.0.0.1")
 reactor.run()
 '''
+
+STARLETTE = r"""
+import json, sys
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+
+port, spec_file = int(sys.argv[1]), sys.argv[2]
+DOCUMENTS = {}
+for target, doc in json.load(open(spec_file)).items():
+    reps = {}
+    for name in ("identity", "gzip"):
+        if doc[name] is not None:
+            body_file, etag = doc[name]
+            reps[name] = (open(body_file, "rb").read(), etag)
+    DOCUMENTS[target] = (reps, doc["content_type"], doc["last_modified"])
+
+async def document(request):
+    target = request.scope["path"]
+    query = request.scope["query_string"]
+    if query:
+        target += "?" + query.decode("latin-1")
+    reps, content_type, last_modified = DOCUMENTS[target]
+    gzipped = "gzip" in reps and "gzip" in request.headers.get("accept-encoding", "")
+    body, etag = reps["gzip" if gzipped else "identity"]
+    headers = {"ETag": etag, "Last-Modified": last_modified}
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    if gzipped:
+        headers["Content-Encoding"] = "gzip"
+    return Response(body, headers=headers, media_type=content_type)
+
+app = Starlette(routes=[Route("/{path:path}", document)])
+uvicorn.run(
+    app, host="127.0.0.1", port=port, loop="uvloop", http="httptools",
+    access_log=False, log_level="warning",
+)
+"""
 
 
 def free_port() -> int:
@@ -70,7 +152,7 @@ def free_port() -> int:
 
 
 def wait_for(url: str) -> None:
-    for _ in range(200):
+    for _ in range(600):
         try:
             urllib.request.urlopen(url, timeout=1).read()
             return
@@ -79,35 +161,48 @@ def wait_for(url: str) -> None:
     raise SystemExit(f"nothing answered at {url}")
 
 
+def pinned(cpu: str | None, command: list[str]) -> list[str]:
+    """C{command} run on CPU C{cpu} (taskset), or anywhere if C{None}."""
+    return command if cpu is None else ["taskset", "-c", cpu, *command]
+
+
 def start_daemon(
     port: int,
     work: Path,
     *argv: str,
     source: Path = ROOT,
     log: IO[bytes] | None = None,
+    logger: str | None = None,
+    cpu: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """
-    twistd -n reviewsd on 127.0.0.1:port, logging text to standard output,
-    which is /dev/null: as the bare resource does. (Not --logfile=/dev/null:
-    twistd rotates a log file at each megabyte, and as root it would rename
-    /dev/null and go on writing a regular file in its place.) C{source} is
-    the tree to run; C{log}, a file to keep the output in instead.
+    twistd -n reviewsd on 127.0.0.1:port, logging to standard output, which
+    is /dev/null. (Not --logfile=/dev/null: twistd rotates a log file at each
+    megabyte, and as root it would rename /dev/null and go on writing a
+    regular file in its place.) C{source} is the tree to run; C{log}, a file
+    to keep the output in instead; C{logger}, twistd's C{--logger} (its own
+    text format unless given); C{cpu}, the CPU to pin it to.
     """
+    logging = [f"--logger={logger}"] if logger else []
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from twisted.scripts.twistd import run; run()",
-            "--nodaemon",
-            "--pidfile=",
-            "--logfile=-",
-            "reviewsd",
-            "--listen",
-            f"tcp:{port}:interface=127.0.0.1",
-            "--state-dir",
-            str(work / "state"),
-            *argv,
-        ],
+        pinned(
+            cpu,
+            [
+                sys.executable,
+                "-c",
+                "from twisted.scripts.twistd import run; run()",
+                "--nodaemon",
+                "--pidfile=",
+                "--logfile=-",
+                *logging,
+                "reviewsd",
+                "--listen",
+                f"tcp:{port}:interface=127.0.0.1",
+                "--state-dir",
+                str(work / "state"),
+                *argv,
+            ],
+        ),
         env=dict(os.environ, PYTHONPATH=str(source)),
         cwd=work,
         stdout=subprocess.DEVNULL if log is None else log,
@@ -120,13 +215,20 @@ def wrk(
     connections: int,
     etag: str | None,
     script: Path | None = None,
+    *,
+    headers: Sequence[str] = (),
+    cpu: str | None = None,
 ) -> dict[str, float]:
     command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url]
+    for header in headers:
+        command[1:1] = ["-H", header]
     if etag:
         command[1:1] = ["-H", f"If-None-Match: {etag}"]
     if script:
         command[1:1] = ["-s", str(script)]
-    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        pinned(cpu, command), capture_output=True, text=True, check=True
+    ).stdout
     unit = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
     def latency(percent: str) -> float:
@@ -140,6 +242,7 @@ def wrk(
         raise SystemExit(f"{url}: {non2xx.group(1)} error answers\n{out}")
     return {
         "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        "requests": float(re.search(r"(\d+) requests in", out).group(1)),
         "p50": latency("50"),
         "p99": latency("99"),
     }
@@ -147,89 +250,247 @@ def wrk(
 
 def wrk_arguments(doc: str) -> argparse.Namespace:
     """The command line every wrk benchmark takes; checks wrk is there."""
+    parser = wrk_parser(doc)
+    args = parser.parse_args()
+    check_wrk()
+    return args
+
+
+def wrk_parser(doc: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=16)
-    args = parser.parse_args()
+    return parser
+
+
+def check_wrk() -> None:
     if not shutil.which("wrk"):
         raise SystemExit("wrk is needed: apt-get install wrk")
-    return args
+
+
+def peer_python(venv: Path) -> Path:
+    """
+    The Python of the peer's own virtual environment, made on first use:
+    uvicorn, Starlette, uvloop and httptools are the benchmark's, never
+    reviewsd's.
+    """
+    python = venv / "bin" / "python"
+    if not python.exists():
+        print(f"making {venv} for uvicorn+Starlette", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    probe = [str(python), "-c", "import uvicorn, starlette, uvloop, httptools"]
+    if subprocess.run(probe, capture_output=True).returncode != 0:
+        packages = ["uvicorn", "starlette", "uvloop", "httptools"]
+        subprocess.run([str(python), "-m", "pip", "install", *packages], check=True)
+    return python
+
+
+def fetch(url: str, *headers: tuple[str, str]) -> tuple[bytes, dict[str, str]]:
+    request = urllib.request.Request(url, headers=dict(headers))
+    with urllib.request.urlopen(request) as response:
+        return response.read(), dict(response.headers)
+
+
+def copy_answers(base: str, work: Path) -> tuple[Path, dict[str, str]]:
+    """
+    The daemon's answers, as a file the bare and peer servers read: each
+    target's representations (body file, ETag), type and date; and each
+    target's identity ETag, for the 304 rows.
+    """
+    spec: dict[str, dict[str, object]] = {}
+    etags: dict[str, str] = {}
+    for number, target in enumerate(sorted({row[1] for row in ROWS})):
+        entry: dict[str, object] = {}
+        gzip = (("Accept-Encoding", "gzip"),)
+        for name, headers in (("identity", ()), ("gzip", gzip)):
+            body, answer = fetch(base + target, *headers)
+            if name == "gzip" and answer.get("Content-Encoding") != "gzip":
+                entry[name] = None
+                continue
+            body_file = work / f"body-{number}-{name}"
+            body_file.write_bytes(body)
+            entry[name] = (str(body_file), answer["ETag"])
+            if name == "identity":
+                answer_etag = answer["ETag"]
+            entry["content_type"] = answer["Content-Type"]
+            entry["last_modified"] = answer["Last-Modified"]
+        spec[target] = entry
+        etags[target] = answer_etag
+    spec_file = work / "answers.json"
+    spec_file.write_text(json.dumps(spec))
+    return spec_file, etags
+
+
+Servers = dict[str, tuple[str, int]]
+"""Base URL and process id by column name."""
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used, user and system."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_servers(
+    args: argparse.Namespace, work: Path, processes: list[subprocess.Popen[bytes]]
+) -> tuple[Servers, dict[str, str]]:
+    """
+    Every column's server, each pinned to the server CPU, answering; and
+    the identity ETag of each target.
+    """
+    sys.path.insert(0, str(ROOT))
+    from reviewsd.data.synthetic import write
+
+    data = write(work / "data", args.reviews)
+    servers: Servers = {}
+    daemons = [("access log on", ROOT, ()), ("access log off", ROOT, ("off",))]
+    if args.baseline is not None:
+        daemons += [
+            ("baseline log on", args.baseline, ()),
+            ("baseline log off", args.baseline, ("off",)),
+        ]
+    for column, source, extra in daemons:
+        port = free_port()
+        access = ("--access-log", *extra) if extra else ()
+        daemon_work = work / column.replace(" ", "-")
+        daemon_work.mkdir()
+        daemon = start_daemon(
+            port,
+            daemon_work,
+            "--data",
+            str(data),
+            *access,
+            source=source,
+            logger=JOURNAL_LOGGER,
+            cpu=args.server_cpu,
+        )
+        processes.append(daemon)
+        servers[column] = (f"http://127.0.0.1:{port}", daemon.pid)
+        wait_for(servers[column][0] + "/reviews.json")
+    spec_file, etags = copy_answers(servers["access log on"][0], work)
+    peers = [("bare twisted.web", Path(sys.executable), BARE)]
+    if args.peer_venv is not None:
+        peers.append(("uvicorn+Starlette", peer_python(args.peer_venv), STARLETTE))
+    for column, python, program in peers:
+        port = free_port()
+        command = [str(python), "-c", program, str(port), str(spec_file)]
+        process = subprocess.Popen(pinned(args.server_cpu, command))
+        processes.append(process)
+        servers[column] = (f"http://127.0.0.1:{port}", process.pid)
+        wait_for(servers[column][0] + "/reviews.json")
+    return servers, etags
+
+
+def measure(
+    args: argparse.Namespace, servers: Servers, etags: dict[str, str]
+) -> dict[str, dict[str, list[dict[str, float]]]]:
+    """
+    Every row on every server, rounds alternating the servers (each round
+    starting with the next one); each run also counts the requests answered
+    per second of the server's CPU time, which other work on the machine
+    disturbs less than the rate.
+    """
+    runs: dict[str, dict[str, list[dict[str, float]]]] = {}
+    for label, target, carries in ROWS:
+        runs[label] = {column: [] for column in servers}
+        headers = ["Accept-Encoding: gzip"] if carries == "gzip" else []
+        etag = etags[target] if carries == "etag" else None
+        columns = list(servers)
+        for turn in range(args.rounds):
+            # each round starts with the next server: none is always first
+            for column in (
+                columns[turn % len(columns) :] + columns[: turn % len(columns)]
+            ):
+                base, pid = servers[column]
+                before = cpu_seconds(pid)
+                run = wrk(
+                    base + target,
+                    args.seconds,
+                    args.connections,
+                    etag,
+                    headers=headers,
+                    cpu=args.wrk_cpu,
+                )
+                run["per_cpu"] = run["requests"] / max(cpu_seconds(pid) - before, 0.01)
+                runs[label][column].append(run)
+        print(f"measured {label}", file=sys.stderr, flush=True)
+    return runs
+
+
+def cell(runs: list[dict[str, float]], key: str) -> str:
+    """The median of the rounds, and their range if more than one."""
+    rates = sorted(run[key] for run in runs)
+    median = f"{statistics.median(rates):,.0f}"
+    if len(rates) == 1:
+        return median
+    return f"{median} ({rates[0]:,.0f}-{rates[-1]:,.0f})"
+
+
+def table(
+    runs: dict[str, dict[str, list[dict[str, float]]]], servers: Servers, key: str
+) -> None:
+    """A Markdown table: C{key} per server, and the ratios the goals are about."""
+    columns = list(servers)
+    title = {"rps": "req/s", "per_cpu": "req per CPU-second"}[key]
+    peer = "uvicorn+Starlette" in columns
+    print(
+        f"| {title} | {' | '.join(columns)} | on/off | on/bare"
+        f"{' | on/uvicorn' if peer else ''} | p50 / p99 ms (on) |"
+    )
+    print(f"|---|{'---|' * len(columns)}---|---|{'---|' if peer else ''}---|")
+    for label, by_column in runs.items():
+        rate = {c: statistics.median(r[key] for r in by_column[c]) for c in columns}
+        on = by_column["access log on"]
+        p50 = statistics.median(r["p50"] for r in on)
+        p99 = statistics.median(r["p99"] for r in on)
+        versus_peer = (
+            f" | {rate['access log on'] / rate['uvicorn+Starlette']:.2f}"
+            if peer
+            else ""
+        )
+        print(
+            f"| {label} | {' | '.join(cell(by_column[c], key) for c in columns)}"
+            f" | {rate['access log on'] / rate['access log off']:.2f}"
+            f" | {rate['access log on'] / rate['bare twisted.web']:.2f}"
+            f"{versus_peer} | {p50:.2f} / {p99:.2f} |"
+        )
 
 
 def main() -> None:
-    args = wrk_arguments(__doc__)
+    parser = wrk_parser(__doc__)
+    parser.add_argument("--reviews", type=int, default=300)
+    parser.add_argument(
+        "--peer-venv",
+        type=Path,
+        default=Path.home() / ".cache" / "reviewsd-bench-venv",
+        help="the peer's virtual environment, made if missing",
+    )
+    parser.add_argument("--no-peer", dest="peer_venv", action="store_const", const=None)
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another source tree of reviewsd (an older one: git archive) to compare",
+    )
+    parser.add_argument("--server-cpu", default="0", help="'' for no pinning")
+    parser.add_argument("--wrk-cpu", default="1", help="'' for no pinning")
+    args = parser.parse_args()
+    args.server_cpu = args.server_cpu or None
+    args.wrk_cpu = args.wrk_cpu or None
+    check_wrk()
 
     processes: list[subprocess.Popen[bytes]] = []
     work = Path(tempfile.mkdtemp(prefix="reviewsd-bench-"))
     try:
-        port = free_port()
-        base = f"http://127.0.0.1:{port}"
-        processes.append(start_daemon(port, work))
-        wait_for(base + PATHS[0])
-
-        bare: dict[tuple[str, str], str] = {}
-        etags: dict[str, str] = {}
-        for path in PATHS:
-            with urllib.request.urlopen(base + path) as response:
-                body, headers = response.read(), response.headers
-            (work / "body").write_bytes(body)
-            etags[path] = headers["ETag"]
-            for access_log in ("on", "off"):
-                bare_port = free_port()
-                processes.append(
-                    subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-c",
-                            BARE,
-                            str(bare_port),
-                            path,
-                            headers["ETag"],
-                            headers["Last-Modified"],
-                            headers["Content-Type"],
-                            str(work / "body"),
-                            access_log,
-                        ]
-                    )
-                )
-                bare[path, access_log] = f"http://127.0.0.1:{bare_port}{path}"
-                wait_for(bare[path, access_log])
-            (work / "body").unlink()
-
+        servers, etags = start_servers(args, work, processes)
+        runs = measure(args, servers, etags)
         print(
-            "req/s, median of rounds; bare = a leaf twisted.web resource with the"
-            " same bytes and validators,\nlogging each request like reviewsd"
-            " (log on) or not (log off); ratio = reviewsd / bare (log on)\n"
+            f"\n{args.reviews} reviews; wrk -t1 -c{args.connections}, "
+            f"{args.seconds} s, {args.rounds} rounds: median (range)\n"
         )
-        print(
-            f"{'endpoint':<16} {'answer':<6} {'reviewsd':>9} {'bare log on':>12}"
-            f" {'ratio':>6} {'bare log off':>13} {'p50 ms':>7} {'p99 ms':>7}"
-        )
-        for path in PATHS:
-            for label, tag in (("200", None), ("304", etags[path])):
-                runs: dict[str, list[dict[str, float]]] = {
-                    "ours": [],
-                    "on": [],
-                    "off": [],
-                }
-                for _ in range(args.rounds):
-                    runs["ours"].append(
-                        wrk(base + path, args.seconds, args.connections, tag)
-                    )
-                    for log in ("on", "off"):
-                        runs[log].append(
-                            wrk(bare[path, log], args.seconds, args.connections, tag)
-                        )
-                rps = {
-                    k: statistics.median(r["rps"] for r in v) for k, v in runs.items()
-                }
-                print(
-                    f"{path:<16} {label:<6} {rps['ours']:>9.0f} {rps['on']:>12.0f}"
-                    f" {rps['ours'] / rps['on']:>6.2f} {rps['off']:>13.0f}"
-                    f" {statistics.median(r['p50'] for r in runs['ours']):>7.2f}"
-                    f" {statistics.median(r['p99'] for r in runs['ours']):>7.2f}"
-                )
+        table(runs, servers, "rps")
+        print()
+        table(runs, servers, "per_cpu")
     finally:
         for process in processes:
             process.send_signal(signal.SIGTERM)

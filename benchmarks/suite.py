@@ -11,9 +11,11 @@ directory (reviewsd/data/synthetic.py), then measures:
     cold (empty state directory) and warm (insights cache kept); the daemon
     then builds its word index, and memory after start is taken once it
     has done so (its CPU idle);
-  - every document endpoint, 200 and 304: requests per second beside a bare
-    twisted.web resource serving the same bytes with the same validators,
-    started in the same run, rounds alternated; p50 and p99 latency;
+  - every document endpoint, 200 and 304: requests per second of the daemon
+    as installed (the unit's logger, the access log on) beside a bare
+    twisted.web resource serving the same bytes with the same validators
+    and no access log, started in the same run, rounds alternated; p50 and
+    p99 latency;
   - search: a filter-only and a text query, req/s and latency;
   - MCP tools/call search_reviews on one session;
   - reload: seconds from appending one review to the data file until it is
@@ -41,7 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.documents import BARE, free_port, start_daemon, wrk
+from benchmarks.documents import BARE, JOURNAL_LOGGER, free_port, start_daemon, wrk
 from benchmarks.mcp import LUA, initialize
 from reviewsd.data.synthetic import write
 
@@ -106,28 +108,29 @@ def median(runs: list[dict[str, float]], key: str) -> float:
 
 
 class Bare:
-    """A bare twisted.web resource serving one answer's bytes and validators."""
+    """
+    A bare twisted.web resource serving one answer's bytes and validators,
+    with no access log.
+    """
 
     def __init__(self, work: Path, url: str) -> None:
         with urllib.request.urlopen(url) as response:
             body, headers = response.read(), response.headers
         self.etag = headers.get("ETag") or ""
-        body_file = work / f"body-{free_port()}"
-        body_file.write_bytes(body)
+        name = f"body-{free_port()}"
+        (work / name).write_bytes(body)
+        spec = {
+            "/": {
+                "identity": [str(work / name), self.etag],
+                "gzip": None,
+                "content_type": headers["Content-Type"],
+                "last_modified": headers.get("Last-Modified") or "",
+            }
+        }
+        (work / f"{name}.json").write_text(json.dumps(spec))
         self.port = free_port()
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                BARE,
-                str(self.port),
-                "/",
-                self.etag,
-                headers.get("Last-Modified") or "",
-                headers["Content-Type"],
-                str(body_file),
-                "on",
-            ]
+            [sys.executable, "-c", BARE, str(self.port), str(work / f"{name}.json")]
         )
         self.url = f"http://127.0.0.1:{self.port}/"
         up(self.url, 20)
@@ -148,12 +151,12 @@ def measure_size(count: int, args: argparse.Namespace) -> dict[str, Any]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
 
-    daemon = start_daemon(port, work, "--data", str(data))
+    daemon = start_daemon(port, work, "--data", str(data), logger=JOURNAL_LOGGER)
     results["start_cold_s"] = up(base + "/reviews.json", 1800)
     print(f"{count:,} reviews: cold start {results['start_cold_s']:.1f} s", flush=True)
     daemon.terminate()
     daemon.wait(60)
-    daemon = start_daemon(port, work, "--data", str(data))
+    daemon = start_daemon(port, work, "--data", str(data), logger=JOURNAL_LOGGER)
     try:
         results["start_warm_s"] = up(base + "/reviews.json", 1800)
         settled(daemon.pid)

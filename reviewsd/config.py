@@ -29,7 +29,7 @@ else:  # pragma: no cover
 
 DEFAULT_LISTEN = "tcp:8080:interface=127.0.0.1"
 
-_PATH_OPTIONS = ("data", "state-dir", "callback-ca")
+_PATH_OPTIONS = ("data", "state-dir", "callback-ca", "mcp-session-key")
 
 _NUMBERS: dict[str, tuple[type, int | float]] = {
     "lease-default": (int, 864000),
@@ -218,6 +218,14 @@ class Options(usage.Options):
             None,
             "TOML file holding any of these options as top-level keys named "
             "like the long options; the command line wins.",
+        ],
+        [
+            "mcp-session-key",
+            None,
+            None,
+            "File holding the key that signs MCP session ids; give instances "
+            "behind one load balancer the same one [default: mcp-session.key in "
+            "the state directory, made at the first start].",
         ],
         [
             "callback-ca",
@@ -445,6 +453,8 @@ class Options(usage.Options):
         if state.exists() and not state.is_dir():
             raise usage.UsageError(f"--state-dir {str(state)!r}: not a directory")
         self["state-dir"] = state
+        if self["mcp-session-key"] is not None:
+            self["mcp-session-key"] = Path(self["mcp-session-key"]).expanduser()
         for name, (_, number) in _NUMBERS.items():
             self[name] = number if self[name] is None else _number(name, self[name])
         if not self["lease-min"] <= self["lease-default"] <= self["lease-max"]:

@@ -19,7 +19,10 @@ from reviewsd.config import Options, effective_configuration
 from reviewsd.data.links import HEALTH_PATH, HUB_PATH, MCP_PATH, METRICS_PATH, Links
 from reviewsd.data.loading import DataError, Reader
 from reviewsd.insights import ReviewCache
-from reviewsd.logs import log_access
+from reviewsd.logs import AccessLog
+from reviewsd.mcp.resources import Catalogue
+from reviewsd.mcp.sessions import SessionKeyError, load_key
+from reviewsd.mcp.subscriptions import Notifications
 from reviewsd.mcp.tools import Tools
 from reviewsd.mcp.transport import MCPResource, Sessions
 from reviewsd.ops.health import HealthResource
@@ -66,6 +69,8 @@ def makeService(options: Options, reactor: Any = None) -> IService:
     hub = _hub(options, links, current, metrics, reactor)
 
     top = InOrder()
+    # told of each reload, as the hub is; stopped before the listeners drain
+    notifications = Notifications(reactor, Catalogue(current))
     data = ReviewsData(
         options["data"],
         current,
@@ -74,11 +79,12 @@ def makeService(options: Options, reactor: Any = None) -> IService:
         reader,
         publish=hub.publish,
         notify=notify,  # RELOADING=1 and READY=1 around each reload
+        swapped=notifications.changed,
     )
     data.setServiceParent(top)
     DirectoryWatcher(options["data"], data.reload, reactor).setServiceParent(top)
     ReloadOnSignal(data.reload, reactor).setServiceParent(top)
-    sessions = Sessions(reactor)
+    sessions = Sessions(reactor, key=_session_key(options))
     Every(60, sessions.expire, clock=reactor).setServiceParent(top)
     hub.setServiceParent(top)
 
@@ -87,6 +93,8 @@ def makeService(options: Options, reactor: Any = None) -> IService:
         sessions,
         options["base-url"],
         tuple(options["mcp-allowed-origin"]),
+        source=current,
+        notifications=notifications,
     )
     health = HealthResource(data, reactor, started, hub=hub)
     resources: dict[str, IResource] = {
@@ -94,7 +102,11 @@ def makeService(options: Options, reactor: Any = None) -> IService:
         HUB_PATH: HubResource(hub),
         HEALTH_PATH: health,
     }
-    sites = _sites(options, current, resources, metrics, reactor)
+    access_log = AccessLog(reactor) if options["access-log"] else None
+    if access_log is not None:
+        # stopped after the listeners: the lines of every answer are written
+        access_log.setServiceParent(top)
+    sites = _sites(options, current, resources, metrics, reactor, access_log)
     listeners = []
     for description, site in sites:
         Every(1, site.drop_slow_clients, clock=reactor).setServiceParent(top)
@@ -107,6 +119,7 @@ def makeService(options: Options, reactor: Any = None) -> IService:
         )
         listener.setServiceParent(top)
         listeners.append(listener)
+    notifications.setServiceParent(top)
     metrics.watch(
         data=data, hub=hub, sessions=sessions, sites=[site for _, site in sites]
     )
@@ -142,6 +155,17 @@ def _load(
         raise SystemExit(f"reviewsd: cannot publish the data: {e}") from None
     save_cache(cache)
     return CurrentSnapshot(snapshot), cache, reader
+
+
+def _session_key(options: Options) -> bytes:
+    """The key of MCP session ids: the configured file, or the state directory's."""
+    path = options["mcp-session-key"]
+    try:
+        if path is None:
+            return load_key(options["state-dir"] / "mcp-session.key", create=True)
+        return load_key(path)
+    except SessionKeyError as e:
+        raise SystemExit(f"reviewsd: --mcp-session-key {e}") from None
 
 
 def _hub(
@@ -183,6 +207,7 @@ def _sites(
     resources: dict[str, IResource],
     metrics: Metrics,
     reactor: Any,
+    access_log: AccessLog | None,
 ) -> list[tuple[str, ReviewsSite]]:
     """
     The sites and where each listens: the whole service on C{--listen}, and
@@ -197,8 +222,8 @@ def _sites(
     else:
         side = {METRICS_PATH: metrics.resource(), HEALTH_PATH: resources[HEALTH_PATH]}
     observers: list[RequestObserver] = [metrics.observe_request]
-    if options["access-log"]:
-        observers.append(log_access)
+    if access_log is not None:
+        observers.append(access_log)
     shared: dict[str, Any] = {
         "idle_timeout": options["idle-timeout"],
         "receive_timeout": options["receive-timeout"],

@@ -19,6 +19,15 @@ C{tests/test_twisted_private.py} says so in plain words:
     each line (L{hold_parsing}, L{resume_parsing}): L{HTTPChannel} replaces
     the pause and resume of L{LineReceiver} with its own, which stop reading
     the socket but go on answering the pipelined requests already read;
+  - L{LineReceiver}'s C{_buffer} and C{_busyReceiving}, which say whether
+    it holds bytes it has not parsed (L{parser_idle}): a channel that holds
+    none, between requests, may answer a plain request from bytes it has
+    just read without handing them to the parser, and there is no public
+    way to know that it holds none;
+  - L{HTTPChannel}'s C{_handlingRequest} (L{set_answering}): paused by its
+    transport while it is not answering, it stops reading the socket, but
+    not while it answers; an answer written without a request must say so,
+    to be treated as one;
   - L{HTTPChannel}'s C{_respondToBadRequestAndDisconnect}, its bare 400
     (L{BadRequests}), and C{_receivedHeaderSize} and C{_receivedHeaderCount},
     which say whether it is answering headers over its limits: Twisted
@@ -40,9 +49,11 @@ __all__ = [
     "IOpenSSLTrustRoot",
     "RawHeaders",
     "hold_parsing",
+    "parser_idle",
     "pending_target",
     "raw_block",
     "resume_parsing",
+    "set_answering",
     "set_raw",
 ]
 
@@ -94,6 +105,31 @@ def hold_parsing(channel: LineReceiver) -> None:
     transport.)
     """
     channel.paused = True
+
+
+def parser_idle(channel: LineReceiver) -> bool:
+    """
+    Whether C{channel} is parsing lines and holds no byte it has not parsed
+    (nor is parsing some now, nor held by L{hold_parsing}): the bytes that
+    arrive next begin a line, so that they may be read apart, as long as
+    those that are not are handed to its C{dataReceived} in order.
+    """
+    return (
+        not channel._buffer
+        and not channel._busyReceiving
+        and bool(channel.line_mode)
+        and not channel.paused
+    )
+
+
+def set_answering(channel: HTTPChannel, answering: bool) -> None:
+    """
+    Tell C{channel} it is writing an answer (or no longer is), as it knows
+    when a request of its own is: a transport that pauses it meanwhile
+    (its buffer is full) does not stop it reading, which the channel's
+    owner decides on.
+    """
+    channel._handlingRequest = answering
 
 
 def resume_parsing(channel: LineReceiver) -> None:

@@ -41,11 +41,15 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "config": FOUNDATION | {"data", "web", "websub"},
     "tap": FOUNDATION
     | {"data", "insights", "web", "mcp", "websub", "publishing", "ops", "config"},
+    "cli": FOUNDATION | {"data"},
+    "__main__": frozenset({"cli"}),
 }
 """
 What each layer may import, lowest first: the data is below everything
 that serves it; the web, MCP and WebSub faces read it; publishing runs every
-renderer; operations watch them all; C{tap} wires.
+renderer; operations watch them all; C{tap} wires.  The C{reviewsd}
+command (C{cli}, and C{python -m reviewsd}) reads and writes data
+directories and serves nothing.
 """
 
 

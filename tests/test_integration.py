@@ -253,7 +253,8 @@ class MCPClientTests(DaemonTestCase):
             )
             self.assertEqual(code, 0, err.decode())
             report = json.loads(out)
-            self.assertEqual(report["protocol_version"], "2025-06-18", mode)
+            expected = {"legacy": "2025-11-25", "auto": "2026-07-28"}[mode]
+            self.assertEqual(report["protocol_version"], expected, mode)
             self.assertEqual(report["server"]["name"], "reviewsd")
             self.assertEqual(report["server"]["version"], reviewsd.__version__.public())
             self.assertIn("Thimbleberry", report["instructions"])
@@ -267,8 +268,10 @@ class MCPClientTests(DaemonTestCase):
             self.assertEqual(
                 report["calls"]["get_technician"]["structured"]["name"], "Dev Patel"
             )
+            newest = reviews["reviews"][0]
             self.assertEqual(
-                report["calls"]["get_review"]["structured"], reviews["reviews"][0]
+                report["calls"]["get_review"]["structured"],
+                {**newest, "permalink": self.base + "/reviews/" + newest["id"]},
             )
             for search in report["searches"]:
                 self.assertEqual(search["mcp"], search["http"])

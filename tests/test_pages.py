@@ -29,6 +29,8 @@ from reviewsd.data.links import (
     JSON_FEED_PATH,
     MCP_PATH,
     OPENAPI_PATH,
+    REVIEW_PAGE_PREFIX,
+    REVIEW_RECORD_PREFIX,
     REVIEWS_PATH,
     SEARCH_PATH,
     SINCE_PATH,
@@ -665,7 +667,7 @@ class DeveloperGuideTests(SynchronousTestCase):
     def test_every_operation(self) -> None:
         """A section per operation of the description, in its order."""
         ops = operations(self.openapi)
-        self.assertEqual(len(ops), 11)
+        self.assertEqual(len(ops), 16)
         sections = select(self.tree, "section.endpoint")
         self.assertEqual(len(sections), len(ops))
         for section, op in zip(sections, ops, strict=True):
@@ -682,6 +684,10 @@ class DeveloperGuideTests(SynchronousTestCase):
             path = url.path
             if path.startswith(SINCE_PATH + "/"):
                 path = SINCE_PATH + "/{date}"
+            elif path != SEARCH_PATH and path.startswith(
+                (REVIEW_RECORD_PREFIX, REVIEW_PAGE_PREFIX)
+            ):
+                path = path.rsplit("/", 1)[0] + "/{id}"
             if path == "/no-such-thing":
                 continue
             self.assertIn(path, described)

@@ -445,7 +445,10 @@ class OperationsWiringTests(Parsing):
         self.assertEqual(main[1].timeOut, 5.0)
 
     def test_timers_run_on_the_given_reactor(self) -> None:
-        """Sessions expire every minute; each site drops slow clients every second."""
+        """
+        Sessions expire every minute; each site drops slow clients every
+        second; quiet MCP event streams are kept alive every 20 seconds.
+        """
         reactor = self.start(
             self.options("--metrics-listen", "tcp:9464:interface=127.0.0.1")
         )
@@ -456,5 +459,10 @@ class OperationsWiringTests(Parsing):
         )
         self.assertEqual(
             timers,
-            [(1.0, "drop_slow_clients"), (1.0, "drop_slow_clients"), (60.0, "expire")],
+            [
+                (1.0, "drop_slow_clients"),
+                (1.0, "drop_slow_clients"),
+                (20.0, "keep_alive"),
+                (60.0, "expire"),
+            ],
         )

@@ -41,9 +41,11 @@ from reviewsd.twisted_private import (
     CombinedTrust,
     IOpenSSLTrustRoot,
     hold_parsing,
+    parser_idle,
     pending_target,
     raw_block,
     resume_parsing,
+    set_answering,
     set_raw,
 )
 from reviewsd.websub.outbound import GuardedClient, OutboundPolicy
@@ -353,6 +355,34 @@ class ParsingHoldTests(SynchronousTestCase):
         lines.dataReceived(b"e\r\n")
         self.assertEqual(lines.lines[-1], b"e")
 
+    def test_idle(self) -> None:
+        """
+        A parser is idle between lines, not with part of a line, nor while
+        parsing, held, or reading raw bytes.
+        """
+        seen: list[bool] = []
+
+        class Watching(_Lines):
+            def lineReceived(self, line: bytes) -> None:
+                seen.append(parser_idle(self))
+                super().lineReceived(line)
+
+        lines = Watching()
+        lines.makeConnection(StringTransport())
+        self.assertTrue(parser_idle(lines), UPGRADE + "a new parser is not idle")
+        lines.dataReceived(b"a\r\nb")
+        self.assertEqual(seen, [False], UPGRADE + "_busyReceiving is not kept")
+        self.assertFalse(parser_idle(lines), UPGRADE + "_buffer is not kept")
+        lines.dataReceived(b"\r\n")
+        self.assertTrue(parser_idle(lines))
+        lines.setRawMode()
+        self.assertFalse(parser_idle(lines), UPGRADE + "line_mode is not kept")
+        lines.setLineMode()
+        lines.dataReceived(b"hold\r\n")
+        self.assertFalse(parser_idle(lines), UPGRADE + "paused is not kept")
+        resume_parsing(lines)
+        self.assertTrue(parser_idle(lines))
+
     def test_an_http_channel_holds(self) -> None:
         """An L{HTTPChannel} answers no pipelined request while held."""
         site = _site(_Answering())
@@ -365,6 +395,37 @@ class ParsingHoldTests(SynchronousTestCase):
         self.assertEqual(transport.value(), b"")
         resume_parsing(channel)
         self.assertEqual(transport.value().count(b"HTTP/1.1 200 OK"), 2)
+
+
+class AnsweringTests(SynchronousTestCase):
+    """
+    L{HTTPChannel} pauses its transport when the transport pauses it, unless
+    C{_handlingRequest} says it is answering.
+    """
+
+    def paused_by_transport(self, answering: bool) -> str:
+        site = _site(_Answering())
+        site.protocol = HTTPChannel  # type: ignore[assignment]
+        transport = StringTransport()
+        channel = site.buildProtocol(None)
+        channel.makeConnection(transport)
+        set_answering(channel, answering)
+        channel.pauseProducing()  # as the transport does, its buffer full
+        state = transport.producerState
+        set_answering(channel, False)
+        channel.resumeProducing()
+        self.assertEqual(transport.producerState, "producing")
+        return str(state)
+
+    def test_answering(self) -> None:
+        self.assertEqual(
+            self.paused_by_transport(answering=True),
+            "producing",
+            UPGRADE + "HTTPChannel._handlingRequest no longer keeps it reading",
+        )
+
+    def test_not_answering(self) -> None:
+        self.assertEqual(self.paused_by_transport(answering=False), "paused")
 
 
 class _Refusing(BadRequests):

@@ -8,6 +8,7 @@ check all name these, so they live in one place.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from urllib.parse import quote
 
 from attrs import frozen
 
@@ -26,6 +27,28 @@ OPENAPI_PATH = "/.well-known/openapi.json"
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
 METRICS_PATH = "/metrics"
+ROBOTS_PATH = "/robots.txt"
+SITEMAP_PATH = "/sitemap.xml"
+REVIEW_PAGE_PREFIX = "/reviews/"
+"""One review's HTML page is C{/reviews/{id}}, the id percent-encoded."""
+REVIEW_RECORD_PREFIX = "/api/reviews/"
+"""
+One review's JSON record is C{/api/reviews/{id}}. The ids C{search} and
+C{since} are shadowed there by the routes of those names.
+"""
+
+
+def review_path(prefix: str, review_id: str) -> str:
+    """The path of one review under C{prefix}, its id percent-encoded."""
+    return prefix + quote(review_id, safe="")
+
+
+def sitemap_part_path(number: int) -> str:
+    """
+    The path of sitemap file C{number} (from 1): beyond the protocol's
+    50,000 URLs a file, L{SITEMAP_PATH} is an index of these.
+    """
+    return f"/sitemap-{number}.xml"
 
 
 def rfc3339(seconds: float) -> str:
@@ -69,6 +92,14 @@ class Links:
     @property
     def insights(self) -> str:
         return self.url(INSIGHTS_PATH)
+
+    def review_page(self, review_id: str) -> str:
+        """The permalink of one review: its HTML page."""
+        return self.url(review_path(REVIEW_PAGE_PREFIX, review_id))
+
+    def review_record(self, review_id: str) -> str:
+        """The URL of one review's JSON record."""
+        return self.url(review_path(REVIEW_RECORD_PREFIX, review_id))
 
     @property
     def hub(self) -> str:

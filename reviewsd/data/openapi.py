@@ -296,8 +296,9 @@ def _rpc_request_schema() -> dict[str, Any]:
             {
                 "type": "object",
                 "description": (
-                    "A request (with id) or a notification (without); "
-                    "initialize is the one request needing no session."
+                    "A request (with id) or a notification (without): at "
+                    "2026-07-28 with params._meta and no session; in a legacy "
+                    "session, initialize is the one request needing none."
                 ),
                 "required": ["jsonrpc", "method"],
                 "properties": {
@@ -441,7 +442,7 @@ SCHEMAS: dict[str, Any] = {
                     "longitude": {"type": "number", "minimum": -180, "maximum": 180},
                 },
             },
-            "hours": {"type": ["object", "string", "null"]},
+            "hours": {"type": ["object", "string", "array", "null"]},
             "categories": {"type": "array", "items": {"type": "string"}},
             "service_areas": {"type": "array", "items": {"type": "string"}},
             "services": {"type": "array", "items": _ref("Service")},
@@ -527,10 +528,21 @@ SCHEMAS: dict[str, Any] = {
     },
     "JsonFeedItem": {
         "type": "object",
-        "required": ["id", "content_text", "date_published", "authors", "_review"],
+        "required": [
+            "id",
+            "url",
+            "content_text",
+            "date_published",
+            "authors",
+            "_review",
+        ],
         "properties": {
             "id": {"type": "string", "description": "The review id."},
-            "url": _URL,
+            "url": {**_URL, "description": "The review's page: its permalink."},
+            "external_url": {
+                **_URL,
+                "description": "The original review on its platform, when known.",
+            },
             "title": {"type": "string"},
             "content_text": {"type": "string"},
             "date_published": {"type": "string", "format": "date-time"},
@@ -809,8 +821,85 @@ def _since_path() -> dict[str, Any]:
     }
 
 
-MCP_PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
-"""The MCP protocol versions C{/mcp} speaks, newest first."""
+_REVIEW_ID = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "minLength": 1},
+    "description": (
+        "A review id, percent-encoded (`/` as `%2F`). On `/api/reviews/`, the "
+        "id `search` and ids beginning `since/` are those routes."
+    ),
+}
+_HTML = "text/html; charset=utf-8"
+
+
+def _review_path() -> dict[str, Any]:
+    return {
+        "get": {
+            "operationId": "getReview",
+            "summary": "One review's record, as every document has it.",
+            "description": (
+                "Its ETag is a hash of the record's bytes, so it changes only "
+                "when the review does. The review's page is `/reviews/{id}`."
+            ),
+            "parameters": [_REVIEW_ID, *_CONDITIONAL],
+            "responses": {
+                "200": {
+                    **_json(_ref("Review"), "The review."),
+                    "headers": _VALIDATORS,
+                },
+                "304": {
+                    "description": "Not modified: the validator matched.",
+                    "headers": _VALIDATORS,
+                },
+                "404": _json(_ref("Error"), "No published review has this id."),
+            },
+        }
+    }
+
+
+def _review_page_path() -> dict[str, Any]:
+    return {
+        "get": {
+            "operationId": "getReviewPage",
+            "summary": "One review's page: its permalink, for people.",
+            "description": (
+                "The rating, date, text, owner reply and source of the review, "
+                "the business and its rating, and schema.org `Review` JSON-LD; "
+                "the URL the feeds link each review to."
+            ),
+            "parameters": [_REVIEW_ID, *_CONDITIONAL],
+            "responses": {
+                "200": {
+                    "description": "The review's page.",
+                    "headers": _VALIDATORS,
+                    "content": {_HTML: {"schema": {"type": "string"}}},
+                },
+                "304": {
+                    "description": "Not modified: the validator matched.",
+                    "headers": _VALIDATORS,
+                },
+                "404": {
+                    "description": "No published review has this id: a small page.",
+                    "content": {_HTML: {"schema": {"type": "string"}}},
+                },
+            },
+        }
+    }
+
+
+MCP_PROTOCOL_VERSIONS = (
+    "2026-07-28",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+)
+"""
+The MCP protocol versions C{/mcp} speaks, newest first: the stateless
+2026-07-28, then those whose sessions C{initialize} opens.
+"""
 
 
 def _header(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -832,74 +921,138 @@ def _mcp_parameters() -> list[dict[str, Any]]:
         _header(
             "Mcp-Session-Id",
             {"type": "string"},
-            "The id `initialize` returned; every message but `initialize` "
-            "needs it (400 without, 404 for an unknown or expired one).",
+            "Legacy revisions: the id `initialize` returned, which every later "
+            "message carries (400 without, 404 for an unknown, ended or expired "
+            "one). Ignored at 2026-07-28, which has no sessions.",
         ),
         _header(
             "MCP-Protocol-Version",
             {"enum": list(MCP_PROTOCOL_VERSIONS)},
-            "The protocol version `initialize` agreed; another value is a 400.",
+            "At 2026-07-28, the revision `params._meta` names (400 and -32020 "
+            "when they differ); in a legacy session, the revision `initialize` "
+            "agreed. A revision not spoken is a 400 and -32022, listing those "
+            "that are.",
+        ),
+        _header(
+            "Mcp-Method",
+            {"type": "string"},
+            "At 2026-07-28, the request's method, exactly (400 and -32020 when "
+            "missing or different).",
+        ),
+        _header(
+            "Mcp-Name",
+            {"type": "string"},
+            "At 2026-07-28, the `params.name` of `tools/call` and `prompts/get`, "
+            "the `params.uri` of `resources/read`; `=?base64?...?=` for a value "
+            "that is not plain ASCII (400 and -32020 when missing or different).",
         ),
     ]
 
 
-def _mcp_path() -> dict[str, Any]:
+_EVENTS = {"text/event-stream": {"schema": {"type": "string"}}}
+_SESSION_ID = {"type": "string", "pattern": "^[!-~]+$"}
+
+
+def _mcp_post() -> dict[str, Any]:
     return {
-        "post": {
-            "operationId": "mcp",
-            "summary": "Model Context Protocol server, streamable HTTP.",
-            "description": (
-                "JSON-RPC 2.0, one message per request. `initialize` returns an "
-                "`Mcp-Session-Id` header that every later message carries; "
-                "notifications and responses are answered 202 with no body. "
-                "A request's own errors (unknown method, invalid params or tool "
-                "arguments) are JSON-RPC errors in a 200 answer."
-            ),
-            "parameters": _mcp_parameters(),
-            "requestBody": {
-                "required": True,
-                "content": {JSON: {"schema": _ref("JsonRpcRequest")}},
-            },
-            "responses": {
-                "200": {
-                    **_rpc("The JSON-RPC response: a result or an error."),
-                    "headers": {
-                        "Mcp-Session-Id": {
-                            "description": "The new session, on the answer to "
-                            "`initialize`.",
-                            "schema": {"type": "string", "pattern": "^[!-~]+$"},
-                        }
-                    },
+        "operationId": "mcp",
+        "summary": "Model Context Protocol server, streamable HTTP.",
+        "description": (
+            "JSON-RPC 2.0, one message per request, in either era. At 2026-07-28 "
+            "every request is stateless: `params._meta` names the revision and "
+            "the client's capabilities, the headers mirror the method and name, "
+            "and `server/discover` tells what the server speaks. Legacy "
+            "revisions open a session with `initialize`, whose answer's "
+            "`Mcp-Session-Id` header every later message carries. Tools, "
+            "resources (the business, the insights, the FAQ, each review), "
+            "prompts and completion are served in both. `subscriptions/listen` "
+            "answers with an event stream of change notifications. "
+            "Notifications and responses are answered 202 with no body. A "
+            "method's own errors (invalid params or tool arguments, an unknown "
+            "resource, an unknown legacy method) are JSON-RPC errors in a 200 "
+            "answer."
+        ),
+        "parameters": _mcp_parameters(),
+        "requestBody": {
+            "required": True,
+            "content": {JSON: {"schema": _ref("JsonRpcRequest")}},
+        },
+        "responses": {
+            "200": {
+                "description": (
+                    "The JSON-RPC response: a result or an error; for "
+                    "`subscriptions/listen`, an event stream of notifications."
+                ),
+                "content": {
+                    JSON: {"schema": _ref("JsonRpcResponse")},
+                    **_EVENTS,
                 },
-                "202": {"description": "A notification or response, accepted."},
-                "400": _rpc(
-                    "Malformed JSON, not a JSON-RPC 2.0 message, a batch, a "
-                    "missing session id or an unsupported protocol version."
-                ),
+                "headers": {
+                    "Mcp-Session-Id": {
+                        "description": "The new session, on the answer to "
+                        "`initialize`.",
+                        "schema": _SESSION_ID,
+                    }
+                },
+            },
+            "202": {"description": "A notification or response, accepted."},
+            "400": _rpc(
+                "Malformed JSON, not a JSON-RPC 2.0 message, a batch, a missing "
+                "session id, an unsupported protocol version (-32022), headers "
+                "that differ from the body (-32020), or a 2026-07-28 request "
+                "without its `_meta` (-32602)."
+            ),
+            "403": _rpc("A foreign Origin."),
+            "404": _rpc(
+                "An unknown, ended or expired session; at 2026-07-28, a method "
+                "that is not served (-32601)."
+            ),
+            "406": _rpc(
+                "Accept does not allow both application/json and text/event-stream."
+            ),
+            "413": _rpc("The body is too large."),
+            "415": _rpc("The body is not application/json."),
+            "503": _rpc(
+                "No event stream now: too many are open, or the server is "
+                "stopping (Retry-After says when to try again)."
+            ),
+        },
+    }
+
+
+def _mcp_path() -> dict[str, Any]:
+    session = {**_mcp_parameters()[0], "required": True}
+    return {
+        "post": _mcp_post(),
+        "get": {
+            "operationId": "mcpSessionStream",
+            "summary": "A legacy MCP session's stream of notifications.",
+            "description": (
+                "Server-sent events: `notifications/resources/updated` for the "
+                "resources the session subscribed to, and "
+                "`notifications/resources/list_changed`, each at the reload that "
+                "changes them. One stream per session (a new one replaces it); "
+                "2026-07-28 has none: its clients use `subscriptions/listen`."
+            ),
+            "parameters": [{**session, "description": "The session."}],
+            "responses": {
+                "200": {"description": "The event stream.", "content": _EVENTS},
                 "403": _rpc("A foreign Origin."),
-                "404": _rpc("An unknown or expired session."),
-                "406": _rpc(
-                    "Accept does not allow both application/json and text/event-stream."
-                ),
-                "413": _rpc("The body is too large."),
-                "415": _rpc("The body is not application/json."),
+                "404": _rpc("An unknown, ended or expired session."),
+                "400": _rpc("No session id: there is no stream outside a session."),
+                "406": _rpc("Accept does not allow text/event-stream."),
+                "503": _rpc("Too many streams are open, or the server is stopping."),
             },
         },
         "delete": {
             "operationId": "mcpEndSession",
-            "summary": "End an MCP session.",
-            "parameters": [
-                {
-                    **_mcp_parameters()[0],
-                    "required": True,
-                    "description": "The session to end.",
-                }
-            ],
+            "summary": "End a legacy MCP session.",
+            "parameters": [{**session, "description": "The session to end."}],
             "responses": {
                 "204": {"description": "The session is ended."},
                 "400": _rpc("No Mcp-Session-Id header."),
                 "403": _rpc("A foreign Origin."),
-                "404": _rpc("An unknown or expired session."),
+                "404": _rpc("An unknown, ended or expired session."),
             },
         },
     }
@@ -1072,12 +1225,26 @@ def _paths(links: Links) -> dict[str, Any]:
         ),
         "/api/reviews/search": _search_path(),
         "/api/reviews/since/{date}": _since_path(),
+        "/api/reviews/{id}": _review_path(),
+        "/reviews/{id}": _review_page_path(),
         "/mcp": _mcp_path(),
         "/api/websub/hub": _hub_path(links),
         "/.well-known/openapi.json": _document_get(
             "getOpenAPI",
             "This description.",
             {JSON: {"schema": {"type": "object"}}},
+        ),
+        "/robots.txt": _document_get(
+            "getRobotsTxt",
+            "Rules for crawlers, naming the sitemap.",
+            {"text/plain": {"schema": {"type": "string"}}},
+        ),
+        "/sitemap.xml": _document_get(
+            "getSitemap",
+            "The sitemap (sitemaps.org 0.9) of the pages and every review's page, "
+            "with lastmod; beyond 50,000 URLs, an index of /sitemap-1.xml, "
+            "/sitemap-2.xml...",
+            {"application/xml": {"schema": {"type": "string"}}},
         ),
     }
 

@@ -30,7 +30,7 @@ import attrs
 from attrs import Factory, field, frozen
 
 from reviewsd._version import __version__
-from reviewsd.data.documents import Records, to_json
+from reviewsd.data.documents import Records, ReviewPositions, to_json
 from reviewsd.data.links import INSIGHTS_PATH, REVIEWS_PATH, Links
 from reviewsd.data.model import Dataset
 from reviewsd.data.search import SearchIndex, SearchQuery
@@ -373,6 +373,9 @@ class Snapshot:
     @ivar per_review: where C{per_review}'s value sits in the insights body.
     @ivar since: answers for C{/api/reviews/since/{date}}, built on demand.
     @ivar searches: search answers by query, built on demand.
+    @ivar positions: each published review's position in the records, by
+        id: what answers for one review look up (made once, and kept by
+        C{attrs.evolve}).
     @ivar answers_tag: names everything computed answers are made of (the
         records, the business, what each review mentions, the code), for
         their derived ETags.
@@ -389,6 +392,12 @@ class Snapshot:
     since: SinceCache = field(factory=SinceCache, eq=False)
     searches: BoundedCache[SearchQuery, SearchAnswer] = field(
         factory=_search_cache, eq=False
+    )
+    positions: ReviewPositions = field(
+        eq=False,
+        default=Factory(
+            lambda self: ReviewPositions(self.dataset.reviews), takes_self=True
+        ),
     )
     answers_tag: bytes = field(
         init=False,

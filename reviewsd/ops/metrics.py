@@ -26,10 +26,10 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
-from twisted.web.http import Request
 from twisted.web.resource import IResource, Resource
 from twisted.web.server import Request as ServerRequest
 
+from reviewsd.logs import AnsweredRequest
 from reviewsd.mcp.tools import Tool, ToolCallError, Tools
 from reviewsd.ops.health import data_status
 
@@ -131,7 +131,9 @@ class Metrics:
 
     # --- hooks --------------------------------------------------------------
 
-    def observe_request(self, request: Request, route: str, duration: float) -> None:
+    def observe_request(
+        self, request: AnsweredRequest, route: str, duration: float
+    ) -> None:
         """An observer of L{reviewsd.web.site.ReviewsSite}: one finished request."""
         key = (route, request.code)
         children = self._children.get(key)
@@ -300,6 +302,7 @@ class CountingTools:
         self._calls = calls
         self._names = frozenset(tool.name for tool in tools)
         self.listing = tools.listing
+        self.source = tools.source
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools)

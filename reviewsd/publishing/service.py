@@ -97,6 +97,8 @@ class ReviewsData(Service):
     assignment, so a request sees all of one generation or all of the next.
 
     @param publish: called with each topic URL whose content changed.
+    @param swapped: called with the old and the new snapshot after each swap
+        (the MCP server tells its subscribers what changed).
     @param notify: called with systemd notifications around a reload.
     @ivar reloads: completed reloads; C{failures}: refused ones.
     @ivar loaded_at: when the current snapshot was swapped in.
@@ -112,6 +114,7 @@ class ReviewsData(Service):
         *,
         publish: Callable[[str], object] = lambda topic: None,
         notify: Callable[[bytes], object] = lambda state: None,
+        swapped: Callable[[Snapshot, Snapshot], object] = lambda old, new: None,
     ) -> None:
         if reactor is None:
             from twisted.internet import reactor
@@ -122,6 +125,7 @@ class ReviewsData(Service):
         self._reader = Reader() if reader is None else reader
         self._publish = publish
         self._notify = notify
+        self._swapped = swapped
         self._running: Deferred[Any] | None = None
         self._waiting: list[Deferred[bool]] = []
         self.reloads = 0
@@ -214,6 +218,10 @@ class ReviewsData(Service):
         self.reloads += 1
         self.loaded_at = self._reactor.seconds()
         topics = changed_topics(old, new)
+        try:
+            self._swapped(old, new)
+        except Exception:
+            log.failure("Telling of the new snapshot failed")
         del old  # freed now, so that settling gives its memory back too
         settle_memory()
         log.info(

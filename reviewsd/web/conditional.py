@@ -93,10 +93,23 @@ def not_modified(request: Request, etag: bytes, last_modified: int) -> bool:
     present, else C{If-Modified-Since} (RFC 9110 13.2.2).
     """
     headers = request.requestHeaders
-    none_match = headers.getRawHeaders(b"if-none-match")
+    return not_modified_by(
+        headers.getRawHeaders(b"if-none-match"),
+        headers.getRawHeaders(b"if-modified-since"),
+        etag,
+        last_modified,
+    )
+
+
+def not_modified_by(
+    none_match: Sequence[bytes] | None,
+    since: Sequence[bytes] | None,
+    etag: bytes,
+    last_modified: int,
+) -> bool:
+    """L{not_modified}, given the values of the two headers, if sent."""
     if none_match is not None:
         return _none_match(none_match, etag)
-    since = headers.getRawHeaders(b"if-modified-since")
     if since is not None:
         return not _modified_since(since[-1], last_modified)
     return False
@@ -146,19 +159,27 @@ def _discard(key: int, _: object) -> None:
     _prepared.pop(key, None)
 
 
+def document_answers(document: Document) -> tuple[_Answer, _Answer | None]:
+    """
+    The answers about C{document}, identity and gzipped (if it has that
+    representation): each the representation, the headers of every answer
+    and those a 200 adds, made once per document.
+    """
+    prepared = _prepared.get(id(document))
+    if prepared is None or prepared.document() is not document:
+        prepared = _prepared[id(document)] = _Prepared(document)
+    return prepared.identity, prepared.gzipped
+
+
 def serve_document(request: Request, document: Document) -> bytes:
     """
     Set every header for C{document} and return the bytes to send: the
     body, or nothing for HEAD and 304.
     """
-    prepared = _prepared.get(id(document))
-    if prepared is None or prepared.document() is not document:
-        prepared = _prepared[id(document)] = _Prepared(document)
-    representation, always, ok = prepared.identity
-    if prepared.gzipped is not None and accepts_gzip(
-        request.getHeader(b"accept-encoding")
-    ):
-        representation, always, ok = prepared.gzipped
+    identity, gzipped = document_answers(document)
+    representation, always, ok = identity
+    if gzipped is not None and accepts_gzip(request.getHeader(b"accept-encoding")):
+        representation, always, ok = gzipped
     set_raw(request, always)
     if not_modified(request, representation.etag, document.last_modified):
         request.setResponseCode(304)
@@ -169,8 +190,8 @@ def serve_document(request: Request, document: Document) -> bytes:
 
 _validated: dict[tuple[bytes, bytes], RawHeaders] = {}
 """The headers of every answer about a computed answer, by ETag and date."""
-_content: dict[tuple[bool, int], RawHeaders] = {}
-"""The headers a 200 adds, by encoding and length."""
+_content: dict[tuple[bool, int, bytes], RawHeaders] = {}
+"""The headers a 200 adds, by encoding, length and type."""
 
 
 def check_computed(request: Request, validators: Validators) -> tuple[bool, bool]:
@@ -202,18 +223,20 @@ def check_computed(request: Request, validators: Validators) -> tuple[bool, bool
     return gzipped, False
 
 
-def send_computed(request: Request, body: bytes, gzipped: bool) -> bytes:
+def send_computed(
+    request: Request, body: bytes, gzipped: bool, content_type: bytes = JSON
+) -> bytes:
     """
     Set the headers of a 200 carrying C{body}, chosen by L{check_computed},
     and return what to send: C{body}, or nothing for HEAD.
     """
-    key = (gzipped, len(body))
+    key = (gzipped, len(body), content_type)
     block = _content.get(key)
     if block is None:
         if len(_content) >= 4096:
             _content.clear()
         block = _content[key] = raw_block(
-            (b"Content-Type", JSON),
+            (b"Content-Type", content_type),
             (b"Content-Encoding", b"gzip" if gzipped else None),
             (b"Content-Length", b"%d" % len(body)),
         )

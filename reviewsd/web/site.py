@@ -7,6 +7,7 @@ built with it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar, cast
 
@@ -21,19 +22,31 @@ from twisted.internet.protocol import connectionDone
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web import http
+from twisted.web.http import datetimeToString
 from twisted.web.resource import IResource
 from twisted.web.server import Request, Site
+from twisted.web.server import version as server_version
 
-from reviewsd.data.links import HUB_PATH, MCP_PATH, SEARCH_PATH, SINCE_PATH
+from reviewsd.data.links import (
+    HUB_PATH,
+    MCP_PATH,
+    REVIEW_PAGE_PREFIX,
+    REVIEW_RECORD_PREFIX,
+    SEARCH_PATH,
+    SINCE_PATH,
+)
 from reviewsd.data.snapshot import SnapshotSource
+from reviewsd.logs import AnsweredRequest
 from reviewsd.twisted_private import (
     BadRequests,
     hold_parsing,
+    parser_idle,
     pending_target,
     resume_parsing,
+    set_answering,
 )
 from reviewsd.web.errors import closing_error, json_error
-from reviewsd.web.front import Front, PathMap
+from reviewsd.web.front import Front, PathMap, PreparedAnswers
 from reviewsd.web.routes import ReviewsAPI
 
 log = Logger()
@@ -185,6 +198,98 @@ class CappedRequest(Request):
             self._site.in_flight.discard(self)
 
 
+_HEADER_LINES = re.compile(rb"(?:[-!#$%&'*+.^_`|~0-9A-Za-z]+:[^\r\n\x00]*\r\n)*")
+"""Header lines as Twisted takes them: a token, a colon, no NUL, CR or LF."""
+
+_UNUSUAL = frozenset({b"content-length", b"expect", b"transfer-encoding"})
+"""Headers that make a request one for Twisted's parser to read."""
+
+_STATUS = {
+    code: b"HTTP/1.1 %d %s\r\nServer: %s\r\nDate: "
+    % (code, http.RESPONSES[code], server_version)
+    for code in (200, 304)
+}
+"""What a prepared answer starts with, as Twisted writes it, to the date."""
+
+
+def plain_request_line(line: bytes) -> tuple[bytes, bytes] | None:
+    """The method and target of a GET or HEAD request line in HTTP/1.1."""
+    parts = line.split(b" ")
+    if len(parts) != 3:
+        return None
+    method, target, version = parts
+    if version != b"HTTP/1.1" or (method != b"GET" and method != b"HEAD"):
+        return None
+    return method, target
+
+
+def plain_headers(block: bytes, max_headers: int) -> dict[bytes, list[bytes]] | None:
+    """
+    The headers (by lower-case name) of a request's header lines, each with
+    its line end, if they have a Host, say the request has no body and the
+    connection stays open, and hold nothing Twisted's parser would treat
+    specially or refuse; C{None} otherwise.
+    """
+    if _HEADER_LINES.fullmatch(block) is None:
+        return None
+    lines = block.split(b"\r\n")
+    del lines[-1]
+    if len(lines) > max_headers:
+        return None
+    headers: dict[bytes, list[bytes]] = {}
+    for line in lines:
+        name, _, value = line.partition(b":")
+        name = name.lower()
+        if name in _UNUSUAL:
+            return None
+        headers.setdefault(name, []).append(value.strip(b" \t"))
+    if b"host" not in headers:
+        return None
+    connection = headers.get(b"connection")
+    if connection is not None and b"close" in connection[0].lower().split(b" "):
+        return None  # (as Twisted reads it: the first value, split at spaces)
+    return headers
+
+
+def plain_request(
+    head: bytes, max_headers: int
+) -> tuple[bytes, bytes, dict[bytes, list[bytes]]] | None:
+    """
+    The method, target and headers of a request head (without its blank
+    line) if both are plain (L{plain_request_line}, L{plain_headers}).
+    """
+    line_end = head.find(b"\r\n")
+    request = None if line_end < 0 else plain_request_line(head[:line_end])
+    if request is None:
+        return None
+    headers = plain_headers(head[line_end + 2 :] + b"\r\n", max_headers)
+    return None if headers is None else (*request, headers)
+
+
+class PreparedRequest:
+    """
+    A request answered from L{PreparedAnswers}, as the observers of each
+    answered request see it (L{AnsweredRequest}).
+    """
+
+    __slots__ = ("method", "uri", "path", "code", "sentLength", "_client")
+
+    content = None
+    """It had no body (as a request without one has an empty C{content})."""
+
+    def __init__(
+        self, method: bytes, uri: bytes, code: int, sent: int, client: IAddress
+    ) -> None:
+        self.method = method
+        self.uri = self.path = uri
+        self.code = code
+        self.sentLength = sent
+        self._client = client
+
+    def getClientAddress(self) -> IAddress:
+        return self._client
+
+
 class ReviewsChannel(BadRequests):
     """
     An HTTP/1.1 connection that its site knows of, so that stopping can
@@ -207,6 +312,13 @@ class ReviewsChannel(BadRequests):
     the connection closes: 414 for a request line over L{MAX_LENGTH}, 431
     for a header line over it or headers over C{totalHeadersSize} or
     C{maxHeaders}, 400 for the rest.
+
+    Between requests, a plain GET or HEAD of a document that arrives whole
+    (L{plain_request}) is answered from its prepared bytes
+    (L{PreparedAnswers}) in one write, without Twisted's parser and request
+    object, which cost more than half of such an answer; any other request
+    goes to Twisted's parser, and so does everything after it in the bytes
+    read.
 
     (Twisted's default wraps the channel to offer HTTP/2 when the C{h2}
     package is installed; this service does not offer HTTP/2.)
@@ -245,7 +357,13 @@ class ReviewsChannel(BadRequests):
 
     def dataReceived(self, data: bytes) -> None:
         self._answered = 0
-        if self._held and not self._not_reading:
+        held = self._held  # (not by answers to these very bytes)
+        if not held and self._may_answer_prepared():
+            data = self._answer_prepared(data)
+            if not data:
+                self.resetTimeout()  # (as Twisted's parser does for what it reads)
+                return
+        if held and not self._not_reading:
             # kept unparsed until the release; no more read until then
             self._not_reading = True
             if IPushProducer.providedBy(self.transport):
@@ -253,6 +371,90 @@ class ReviewsChannel(BadRequests):
         if self.receiving_since is None:
             self.receiving_since = self.site.reactor.seconds()
         super().dataReceived(data)
+
+    def _may_answer_prepared(self) -> bool:
+        """Whether bytes read now begin a request nothing is answering."""
+        return (
+            self.site.prepared is not None
+            and not self.requests
+            and not self._send_buffer_full
+            and bool(self.persistent)
+            and not self.site.draining
+            and parser_idle(self)
+        )
+
+    def _answer_prepared(self, data: bytes) -> bytes:
+        """
+        Answer the plain requests for documents at the start of C{data};
+        return what is left for Twisted's parser, from the first other
+        request on. After L{PIPELINE_BURST} answers, or once the client
+        lags, the rest waits as it would after Twisted's answers.
+        """
+        head_max = min(self.totalHeadersSize, self.MAX_LENGTH)
+        while True:
+            end = self._send_prepared(data, head_max)
+            if end < 0:
+                return data
+            data = data[end:]
+            self._answered += 1
+            if not data:
+                return data
+            if self._send_buffer_full or self._answered >= PIPELINE_BURST:
+                self._hold()
+                return data
+
+    def _send_prepared(self, data: bytes, head_max: int) -> int:
+        """
+        Write the prepared answer to the request C{data} starts with, if it
+        is plain and for a document; return where the request ends, or -1.
+        The request line is read first, so that the others cost little here.
+        """
+        line_end = data.find(b"\r\n", 0, head_max)
+        if line_end < 0 or data.find(b"?", 0, line_end) >= 0:
+            return -1  # (no document has a query; a search has)
+        request = plain_request_line(data[:line_end])
+        if request is None:
+            return -1
+        method, target = request
+        site = self.site
+        assert site.prepared is not None
+        document = site.prepared.find(target)
+        end = data.find(b"\r\n\r\n", line_end, head_max + 4)
+        if document is None or end < 0:
+            return -1
+        started = site.reactor.seconds()
+        headers = plain_headers(data[line_end + 2 : end + 2], self.maxHeaders)
+        if headers is None:
+            return -1
+        encoding = headers.get(b"accept-encoding")
+        answer = document.answer(
+            method == b"HEAD",
+            headers.get(b"if-none-match"),
+            headers.get(b"if-modified-since"),
+            None if encoding is None else encoding[-1],
+        )
+        if answer is None:
+            return -1
+        code, rest, body = answer
+        self._write_prepared(code, rest, body)
+        record = PreparedRequest(method, target, code, len(body), self.getPeer())
+        site.answered(record, site.reactor.seconds() - started)
+        return end + 4
+
+    def _write_prepared(self, code: int, rest: bytes, body: bytes) -> None:
+        """
+        Write an answer as Twisted would: while it is written, a transport
+        that pauses this channel (its buffer full) leaves it reading, as
+        during Twisted's answers, and what follows waits (L{_hold}).
+        """
+        transport = self.transport
+        assert transport is not None
+        set_answering(self, True)
+        # the body apart: the transport keeps it as it is until it sends
+        transport.write(b"".join((_STATUS[code], self.site.date_line(), rest)))
+        if body:
+            transport.write(body)
+        set_answering(self, False)
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         if self._next_turn is not None and self._next_turn.active():
@@ -277,7 +479,8 @@ class ReviewsChannel(BadRequests):
         """The transport has sent everything: answer what was held."""
         self._send_buffer_full = False
         super().resumeProducing()
-        if self._held and self._next_turn is None:
+        # (an answer's producer, resumed above, may have filled it again)
+        if self._held and self._next_turn is None and not self._send_buffer_full:
             self._release()
 
     def requestDone(self, request: http.Request) -> None:
@@ -349,8 +552,15 @@ class ReviewsChannel(BadRequests):
             self.loseConnection()
 
 
-RequestObserver = Callable[[http.Request, str, float], object]
+RequestObserver = Callable[[AnsweredRequest, str, float], object]
 """Called with each answered request, its route and its duration."""
+
+
+_REVIEW_ROUTES = tuple(
+    (prefix.encode("ascii"), prefix + "{id}")
+    for prefix in (REVIEW_RECORD_PREFIX, REVIEW_PAGE_PREFIX)
+)
+"""The metrics routes of one review's record and page, by path prefix."""
 
 
 class ReviewsSite(Site):
@@ -383,6 +593,7 @@ class ReviewsSite(Site):
         idle_timeout: float = IDLE_TIMEOUT,
         receive_timeout: float = RECEIVE_TIMEOUT,
         observers: Sequence[RequestObserver] = (),
+        prepared: PreparedAnswers | None = None,
     ) -> None:
         super().__init__(
             resource,
@@ -402,6 +613,17 @@ class ReviewsSite(Site):
         self._max_body = max(self._body_limits.values(), default=0)
         self._routes = {path.encode("ascii"): path for path in routes}
         self._since = SINCE_PATH.encode("ascii") + b"/"
+        self.prepared = prepared
+        self._date_second = -1
+        self._date_line = b""
+
+    def date_line(self) -> bytes:
+        """The value of the C{Date} header now, and its line end: made once a second."""
+        now = int(self.reactor.seconds())
+        if now != self._date_second:
+            self._date_second = now
+            self._date_line = datetimeToString(now) + b"\r\n"
+        return self._date_line
 
     def body_limit(self, target: bytes | None) -> int:
         """The body limit for a request target (path, query, maybe absolute)."""
@@ -417,20 +639,27 @@ class ReviewsSite(Site):
     def route(self, path: bytes) -> str:
         """
         The route a path belongs to, for metrics: a known path, the since
-        template, or C{other}, so that clients cannot make up labels.
+        template, a review's record or page template, or C{other}, so that
+        clients cannot make up labels.
         """
         route = self._routes.get(path)
         if route is not None:
             return route
         if path.startswith(self._since) and b"/" not in path[len(self._since) :]:
             return SINCE_PATH + "/{date}"
+        for prefix, template in _REVIEW_ROUTES:
+            if path.startswith(prefix) and b"/" not in path[len(prefix) :]:
+                return template
         return "other"
 
     def log(self, request: http.Request) -> None:
         """Twisted calls this as each request finishes: tell the observers."""
-        if not self.observers:
-            return
-        duration = self.reactor.seconds() - getattr(request, "started", 0.0)
+        if self.observers:
+            duration = self.reactor.seconds() - getattr(request, "started", 0.0)
+            self.answered(request, duration)
+
+    def answered(self, request: AnsweredRequest, duration: float) -> None:
+        """Tell the observers of an answered request."""
         route = self.route(request.path)
         for observe in self.observers:
             try:
@@ -486,14 +715,16 @@ def make_site(
     if reactor is None:
         from twisted.internet import reactor
     resources = resources or {}
+    front = Front(source, ReviewsAPI(source, reactor), resources)
     return ReviewsSite(
-        Front(source, ReviewsAPI(source, reactor), resources),
+        front,
         reactor,
         routes=[*source.snapshot.documents, *resources, SEARCH_PATH],
         body_limits=body_limits,
         idle_timeout=idle_timeout,
         receive_timeout=receive_timeout,
         observers=observers,
+        prepared=front.prepared,
     )
 
 

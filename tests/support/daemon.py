@@ -85,6 +85,7 @@ class DaemonTestCase(TestCase):
             env=environment(),
             path=workdir,
         )
+        self.process = process
 
         def stop() -> defer.Deferred[None]:
             if not self.daemon.ended.called:

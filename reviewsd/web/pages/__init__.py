@@ -1,11 +1,13 @@
 """
 The human-facing pages: the landing page at C{/}, the developer guide at
-C{/developers} and their stylesheet.
+C{/developers}, each review's page at C{/reviews/{id}} and their stylesheet.
 
 Each page is a pure function of a L{reviewsd.data.snapshot.Snapshot}: rendered
 once per data change (off the reactor thread) and served from memory like
 the other documents, with L{CONTENT_SECURITY_POLICY} as its
-C{Content-Security-Policy} header.
+C{Content-Security-Policy} header. A review's page is the exception: one per
+review would cost memory in proportion to the reviews, so it is rendered
+when asked (L{reviewsd.web.pages.review}).
 """
 
 from __future__ import annotations

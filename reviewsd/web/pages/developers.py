@@ -23,7 +23,12 @@ from urllib.parse import quote, urlencode
 from attrs import frozen
 from twisted.web.template import Flattenable, Tag
 
-from reviewsd.data.documents import FEED_ITEMS
+from reviewsd.data.documents import (
+    FEED_ITEMS,
+    SITEMAP_URLS,
+    review_tag,
+    tag_authority,
+)
 from reviewsd.data.links import (
     ATOM_FEED_PATH,
     DEVELOPERS_PATH,
@@ -32,9 +37,13 @@ from reviewsd.data.links import (
     LLMS_PATH,
     MCP_PATH,
     OPENAPI_PATH,
+    REVIEW_PAGE_PREFIX,
+    REVIEW_RECORD_PREFIX,
     REVIEWS_PATH,
+    ROBOTS_PATH,
     SEARCH_PATH,
     SINCE_PATH,
+    SITEMAP_PATH,
     Links,
 )
 from reviewsd.data.search import InvalidParameters, SearchQuery
@@ -219,6 +228,8 @@ class Examples:
     """The live values the guide's examples use."""
 
     since_day: str
+    review_id: str
+    """The newest review's, for the examples of one review."""
     searches: tuple[tuple[tuple[str, str], ...], ...]
     bad_search: tuple[tuple[str, str], ...]
     tool_call: tuple[str, dict[str, Any]]
@@ -276,6 +287,7 @@ def examples(snapshot: Snapshot, mcp_protocols: Sequence[str]) -> Examples:
         arguments = {"mentions_technician": technician, "limit": 2}
     return Examples(
         since_day=latest_month_start(reviews),
+        review_id=reviews[0].id if reviews else "none",
         searches=tuple(searches),
         bad_search=(("rating", "4.5"), ("since", f"{year}-02-30"), ("limit", "0")),
         tool_call=("search_reviews", arguments),
@@ -344,7 +356,10 @@ def _form_example(schema: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def _mcp_headers(
-    protocol: str | None = None, session: str | None = None
+    protocol: str | None = None,
+    session: str | None = None,
+    method: str | None = None,
+    name: str | None = None,
 ) -> tuple[tuple[str, str], ...]:
     headers = [
         ("Content-Type", "application/json"),
@@ -354,7 +369,35 @@ def _mcp_headers(
         headers.append(("Mcp-Session-Id", session))
     if protocol:
         headers.append(("MCP-Protocol-Version", protocol))
+    if method:
+        headers.append(("Mcp-Method", method))
+    if name:
+        headers.append(("Mcp-Name", name))
     return tuple(headers)
+
+
+MODERN_MCP = "2026-07-28"
+"""The stateless MCP revision, whose requests need no session."""
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def _modern(
+    links: Links, request_id: int, method: str, params: Mapping[str, Any] | None = None
+) -> Curl:
+    """A 2026-07-28 request: its revision in C{_meta} and the headers."""
+    params = dict(params or {})
+    named = params.get(_NAMED.get(method, ""))
+    params["_meta"] = {
+        "io.modelcontextprotocol/protocolVersion": MODERN_MCP,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return Curl(
+        url=links.url(MCP_PATH),
+        headers=_mcp_headers(MODERN_MCP, method=method, name=named),
+        body=_rpc(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        ),
+    )
 
 
 def _rpc(message: Mapping[str, Any]) -> str:
@@ -388,10 +431,14 @@ def operation_example(
     links = snapshot.links
     body = op.spec.get("requestBody") or {}
     content = body.get("content") or {}
+    if op.method == "GET" and op.path == MCP_PATH:
+        return None  # a legacy session's endless stream: the MCP section says
     if op.method == "GET":
         path = op.path
         for p in op.parameters("path"):
             value = chosen.since_day if "date" in str(p["schema"]) else "x"
+            if p["name"] == "id":
+                value = quote(chosen.review_id, safe="")
             path = path.replace("{" + p["name"] + "}", value)
         if op.parameters("query"):
             return Curl(url=_query_url(links, op, chosen.searches[0]))
@@ -400,7 +447,7 @@ def operation_example(
     if form is not None:
         return Curl(url=links.url(op.path), flags=("-si",), form=_form_example(form))
     if op.path == MCP_PATH and "application/json" in content:
-        return _initialize(links, chosen.mcp_protocols[0])
+        return _modern(links, 1, "server/discover")
     return None
 
 
@@ -485,6 +532,9 @@ _CONDITIONAL = ("If-None-Match", "If-Modified-Since")
 _GUIDES = {
     SEARCH_PATH: ("#search", "Search"),
     f"{SINCE_PATH}/{{date}}": ("#sync", "Incremental sync"),
+    f"{REVIEW_RECORD_PREFIX}{{id}}": ("#permalinks", "Each review's address"),
+    f"{REVIEW_PAGE_PREFIX}{{id}}": ("#permalinks", "Each review's address"),
+    SITEMAP_PATH: ("#permalinks", "Each review's address"),
     MCP_PATH: ("#mcp", "MCP server"),
     HUB_PATH: ("#websub", "WebSub"),
 }
@@ -682,11 +732,16 @@ def _caching(snapshot: Snapshot) -> Tag:
 
 
 def data_documents(snapshot: Snapshot) -> dict[str, Any]:
-    """The snapshot's data documents: not these pages or their stylesheet."""
+    """
+    The snapshot's data documents: not these pages, their stylesheet, or
+    what is there for crawlers (robots.txt and the sitemaps).
+    """
     return {
         path: document
         for path, document in snapshot.documents.items()
         if not document.content_type.startswith((b"text/html", b"text/css"))
+        and path != ROBOTS_PATH
+        and not document.content_type.startswith(b"application/xml")
     }
 
 
@@ -955,17 +1010,72 @@ def _mcp_tools(tools: Sequence[ToolLike]) -> list[Flattenable]:
 
 
 def _mcp_by_hand(
-    links: Links, protocol: str, tool: str, arguments: dict[str, Any]
+    links: Links, chosen: Examples, tool: str, arguments: dict[str, Any]
 ) -> list[Flattenable]:
-    """A session with curl, start to end, and the transport's rules."""
+    """Requests with curl in both eras, start to end, and the transport's rules."""
     address = links.url(MCP_PATH)
     session = "SESSION_ID"
-    headers = _mcp_headers(protocol, session)
+    legacy = [p for p in chosen.mcp_protocols if p != MODERN_MCP][0]
+    headers = _mcp_headers(legacy, session)
+    review = links.review_record(chosen.review_id)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN_MCP,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    listen = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "subscriptions/listen",
+        "params": {
+            "_meta": meta,
+            "notifications": {
+                "resourcesListChanged": True,
+                "resourceSubscriptions": [review],
+            },
+        },
+    }
     return [
         h("h3")("The protocol by hand"),
+        h("p")(
+            f"Revision {MODERN_MCP} needs no session: each request names its "
+            "revision in ",
+            h("code")("params._meta"),
+            " and in ",
+            h("code")("MCP-Protocol-Version"),
+            ", its method in ",
+            h("code")("Mcp-Method"),
+            ", and what it calls or reads in ",
+            h("code")("Mcp-Name"),
+            ".",
+        ),
+        _commands(
+            "# what the server speaks and offers, a tool, a review, a prompt",
+            _modern(links, 1, "server/discover"),
+            _modern(links, 2, "tools/call", {"name": tool, "arguments": arguments}),
+            _modern(links, 3, "resources/read", {"uri": review}),
+            _modern(
+                links,
+                4,
+                "prompts/get",
+                {"name": "digest_since", "arguments": {"since": chosen.since_day}},
+            ),
+        ),
+        h("p")(
+            "Change notifications come on the event stream that answers ",
+            h("code")("subscriptions/listen"),
+            " (POST it as above, with ",
+            h("code")("curl -N"),
+            "): first the acknowledgement, then ",
+            h("code")("notifications/resources/updated"),
+            " for each watched resource a data change touches, and ",
+            h("code")("notifications/resources/list_changed"),
+            ":",
+        ),
+        _pre(json.dumps(listen, indent=2), css="json"),
+        h("p")(f"Older clients ({legacy} and before) open a session:"),
         _commands(
             "# 1. initialize: the answer's Mcp-Session-Id header names the session",
-            _initialize(links, protocol),
+            _initialize(links, legacy),
             "# 2. every later request carries it",
             Curl(
                 url=address,
@@ -987,27 +1097,80 @@ def _mcp_by_hand(
             "# 3. end the session",
             Curl(url=address, method="DELETE", headers=(("Mcp-Session-Id", session),)),
         ),
-        h("ul")(
-            h("li")(
-                "Without a session id: 400; an unknown, ended or idle (30 minutes) "
-                "session: 404; at most 1,000 sessions, the least recently used "
-                "goes first."
-            ),
-            h("li")(
-                h("code")("Accept"),
-                " must allow both ",
-                h("code")("application/json"),
-                " and ",
-                h("code")("text/event-stream"),
-                " (406), the body must be JSON (415) of at most 1 MiB (413); a "
-                "batch is -32600, malformed JSON -32700; ",
-                h("code")("GET"),
-                " is 405.",
-            ),
-            h("li")(
-                "Requests from web pages must come from this service's origin, "
-                "localhost or an origin the operator allowed (403 otherwise)."
-            ),
+        _mcp_rules(),
+    ]
+
+
+def _mcp_rules() -> Tag:
+    return h("ul")(
+        h("li")(
+            f"At {MODERN_MCP}: headers that differ from the body are 400 (",
+            h("code")("-32020"),
+            "), a revision not spoken 400 (",
+            h("code")("-32022"),
+            ", listing those that are), a request without its ",
+            h("code")("_meta"),
+            " 400 (",
+            h("code")("-32602"),
+            "), a method not served 404. Lists and reads carry ",
+            h("code")("ttlMs"),
+            " and ",
+            h("code")("cacheScope"),
+            ".",
+        ),
+        h("li")(
+            "In a session: without its id, 400; a forged, ended or week-old one, "
+            "404. Session ids are signed, so a restart, or another instance with "
+            "the same key, keeps them; ",
+            h("code")("GET"),
+            " with one opens the session's notifications (after ",
+            h("code")("resources/subscribe"),
+            ").",
+        ),
+        h("li")(
+            h("code")("Accept"),
+            " must allow both ",
+            h("code")("application/json"),
+            " and ",
+            h("code")("text/event-stream"),
+            " (406), the body must be JSON (415) of at most 1 MiB (413); a batch "
+            "is -32600, malformed JSON -32700; errors carry the request's id.",
+        ),
+        h("li")(
+            "Requests from web pages must come from this service's origin, "
+            "localhost or an origin the operator allowed (403 otherwise)."
+        ),
+    )
+
+
+def _mcp_resources(links: Links) -> list[Flattenable]:
+    """The resources and prompts, as a client's menus show them."""
+    return [
+        h("h3")("Resources and prompts"),
+        h("p")(
+            "Resources: ",
+            h("code")("reviewsd://business"),
+            " (the profile and rating), ",
+            h("code")(links.insights),
+            " (the insights), ",
+            h("code")("reviewsd://faq"),
+            ", and each review at its own URL, the template ",
+            h("code")(links.url(REVIEW_RECORD_PREFIX) + "{id}"),
+            ", listed newest first. Prompts, with the reviews they rest on embedded: ",
+            h("code")("digest_since"),
+            " (since a date), ",
+            h("code")("technician_report"),
+            ", ",
+            h("code")("service_report"),
+            ", ",
+            h("code")("service_area_report"),
+            " and ",
+            h("code")("answer_question"),
+            " (a customer's question, answered from the FAQ and the matching "
+            "reviews). ",
+            h("code")("completion/complete"),
+            " offers their arguments' values (technicians and aliases, service "
+            "ids, areas, aspects, dates) and review ids.",
         ),
     ]
 
@@ -1025,16 +1188,19 @@ def _mcp(snapshot: Snapshot, tools: Sequence[ToolLike], chosen: Examples) -> Tag
             h("a", href="https://modelcontextprotocol.io")("Model Context Protocol"),
             " server at ",
             h("code")(address),
-            ": streamable HTTP, JSON answers, no authentication, protocol ",
-            ", ".join(protocols),
-            " (the first unless the client asks for another). Every tool is "
-            "read-only and answers with ",
+            ": streamable HTTP, no authentication, protocol ",
+            protocols[0],
+            " (stateless) and, for older clients, sessions at ",
+            ", ".join(protocols[1:]),
+            ". Tools, resources, prompts, completion and change notifications "
+            "in both. Every tool is read-only and answers with ",
             h("code")("structuredContent"),
             " plus the same JSON as text.",
         ),
         *_mcp_clients(address, tool, arguments),
         *_mcp_tools(tools),
-        *_mcp_by_hand(links, protocols[0], tool, arguments),
+        *_mcp_resources(links),
+        *_mcp_by_hand(links, chosen, tool, arguments),
     )
 
 
@@ -1212,6 +1378,68 @@ def _websub(snapshot: Snapshot, ops: Sequence[Operation]) -> Tag:
     )
 
 
+def _permalinks(snapshot: Snapshot, chosen: Examples) -> Tag:
+    """Each review's page and record, the feeds' ties to them, the sitemap."""
+    links = snapshot.links
+    tag = review_tag(tag_authority(snapshot.dataset.business, links), chosen.review_id)
+    code = h("code")
+    return _section(
+        "permalinks",
+        "Each review's address",
+        h("p")(
+            "Every published review has a page, ",
+            code(f"{REVIEW_PAGE_PREFIX}{{id}}"),
+            " (its permalink), and a record, ",
+            code(f"{REVIEW_RECORD_PREFIX}{{id}}"),
+            ", the id percent-encoded (",
+            code("/"),
+            " as ",
+            code("%2F"),
+            "). The record is the review as every document has it, and its ETag "
+            "moves only when the review does. An id that is unknown or not "
+            "published is a 404: JSON for the record, a small page for the page.",
+        ),
+        _commands(
+            Curl(url=links.review_record(chosen.review_id)),
+            Curl(url=links.review_page(chosen.review_id), flags=("-sI",)),
+        ),
+        h("p")(
+            "The feeds tie each entry to its review. A JSON Feed item's ",
+            code("id"),
+            " is the review id, its ",
+            code("url"),
+            " the review's page and its ",
+            code("external_url"),
+            " the original on its platform. An Atom entry's ",
+            code("id"),
+            " is a ",
+            code("tag:"),
+            " URI (RFC 4151) named by the domain of the business, so that it "
+            "stays when the service moves, ending in the review id percent-encoded "
+            "after ",
+            code(":review/"),
+            " (here ",
+            code(tag),
+            "), and its ",
+            code('rel="alternate"'),
+            " links are the page and the record.",
+        ),
+        h("p")(
+            h("a", href=links.url(ROBOTS_PATH))(code(ROBOTS_PATH)),
+            " keeps crawlers out of search and incremental sync, and names ",
+            h("a", href=links.url(SITEMAP_PATH))(code(SITEMAP_PATH)),
+            ": the pages and every review's page, each with its ",
+            code("lastmod"),
+            f". Beyond {SITEMAP_URLS:,} URLs, the protocol's limit for one file, "
+            "it is an index of ",
+            code("/sitemap-1.xml"),
+            ", ",
+            code("/sitemap-2.xml"),
+            "...",
+        ),
+    )
+
+
 def _errors(snapshot: Snapshot) -> Tag:
     links = snapshot.links
     return _section(
@@ -1319,6 +1547,7 @@ def _developers(
         ("changes", "Rate of change"),
         ("search", "Search"),
         ("sync", "Incremental sync"),
+        ("permalinks", "Each review's address"),
         ("mcp", "MCP server for AI assistants"),
         ("websub", "WebSub: changes pushed to you"),
         ("errors", "Errors"),
@@ -1343,6 +1572,7 @@ def _developers(
         _changes(snapshot, chosen),
         _search(snapshot, ops, chosen),
         _sync(snapshot, chosen),
+        _permalinks(snapshot, chosen),
         _mcp(snapshot, tools, chosen),
         _websub(snapshot, ops),
         _errors(snapshot),

@@ -23,9 +23,11 @@ from reviewsd.data.documents import aggregate_rating
 from reviewsd.data.links import (
     DEVELOPERS_PATH,
     HOME_PATH,
+    REVIEW_PAGE_PREFIX,
     REVIEWS_PATH,
     SEARCH_PATH,
     Links,
+    review_path,
 )
 from reviewsd.data.model import Business, Review
 from reviewsd.data.snapshot import Snapshot
@@ -43,8 +45,6 @@ _MONTHS = (
     "January February March April May June July August September October "
     "November December"
 ).split()
-_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_SPAN = re.compile(r"\A\s*(\d{1,2}:\d{2})\s*[-\u2013]\s*(\d{1,2}:\d{2})\s*\Z")
 _SAFE_ID = re.compile(r"\A[A-Za-z0-9_-]{1,80}\Z")
 
 # Address keys as operators write them, in reading order, with their
@@ -109,34 +109,6 @@ def _address(value: object) -> tuple[list[str], dict[str, str] | str | None]:
     return (lines, schema if parts else None)
 
 
-def _hours(value: object) -> list[tuple[str, str]]:
-    if isinstance(value, Mapping):
-        return [(str(day).capitalize(), plain(span)) for day, span in value.items()]
-    if isinstance(value, str) and value.strip():
-        return [("", value)]
-    return []
-
-
-def _opening_hours(value: object) -> list[dict[str, str]]:
-    """schema.org OpeningHoursSpecification for the days written as HH:MM-HH:MM."""
-    if not isinstance(value, Mapping):
-        return []
-    specification = []
-    for day, span in value.items():
-        name = str(day).strip().lower()
-        match = _SPAN.match(span) if isinstance(span, str) else None
-        if name in _DAYS and match:
-            specification.append(
-                {
-                    "@type": "OpeningHoursSpecification",
-                    "dayOfWeek": f"https://schema.org/{name.capitalize()}",
-                    "opens": match.group(1),
-                    "closes": match.group(2),
-                }
-            )
-    return specification
-
-
 def _json_ld(
     business: Business,
     links: Links,
@@ -165,9 +137,8 @@ def _json_ld(
             "latitude": geo["latitude"],
             "longitude": geo["longitude"],
         }
-    hours = _opening_hours(meta.get("hours"))
-    if hours:
-        thing["openingHoursSpecification"] = hours
+    if business.hours is not None:
+        thing.update(business.hours.json_ld())
     if business.service_areas:
         thing["areaServed"] = [
             {"@type": "Place", "name": area} for area in business.service_areas
@@ -245,7 +216,7 @@ def _contact(business: Business) -> Tag:
                 h("dt")("Website"), h("dd")(h("a", href=business.url)(business.url))
             )
         )
-    hours = _hours(meta.get("hours"))
+    hours = () if business.hours is None else business.hours.rows
     content: list[Flattenable] = [h("dl", class_="facts")(items)] if items else []
     if hours:
         content.append(
@@ -253,10 +224,10 @@ def _contact(business: Business) -> Tag:
                 h("caption")("Opening hours"),
                 h("tbody")(
                     [
-                        h("tr")(h("th", scope="row")(day), h("td")(span))
-                        if day
-                        else h("tr")(h("td", colspan="2")(span))
-                        for day, span in hours
+                        h("tr")(h("th", scope="row")(row.days), h("td")(row.times))
+                        if row.days
+                        else h("tr")(h("td", colspan="2")(row.times))
+                        for row in hours
                     ]
                 ),
             )
@@ -516,7 +487,8 @@ def _source_name(source: str) -> str:
     return source[:1].upper() + source[1:] if source.islower() else source
 
 
-def _review(review: Review, index: int) -> Tag:
+def _review(review: Review, index: int, links: Links) -> Tag:
+    """A review's card; its date links to the review's own page."""
     meta: list[Flattenable] = [
         charts.stars(
             review.rating,
@@ -524,7 +496,9 @@ def _review(review: Review, index: int) -> Tag:
             f"{review.rating} out of 5 stars",
         ),
         " ",
-        h("time", datetime=review.date.isoformat())(day_words(review.date)),
+        h("a", href=prefix(links) + review_path(REVIEW_PAGE_PREFIX, review.id))(
+            h("time", datetime=review.date.isoformat())(day_words(review.date))
+        ),
         " \u00b7 on ",
         (
             h("a", href=review.source_url, rel="external nofollow")(
@@ -574,7 +548,7 @@ def _reviews(shown: Sequence[Review], total: int, links: Links) -> Tag:
             h("a", href=links.json_feed)("JSON Feed"),
             ".",
         ),
-        h("div", class_="reviews")([_review(r, i) for i, r in enumerate(shown)]),
+        h("div", class_="reviews")([_review(r, i, links) for i, r in enumerate(shown)]),
     )
 
 
