@@ -25,9 +25,14 @@ C{--server-cpu} (wrk runs on C{--wrk-cpu}):
 With C{--baseline}, the daemon from another source tree too, access log on
 and off (C{git archive HEAD | tar -x -C /tmp/before} makes one from the last
 commit). The search row is computed by reviewsd, and a static copy of its
-answer for the others. Rounds alternate the servers, so that machine noise hits all
-alike; the table shows the median and the range of the rounds. Not part of
-the test suite.
+answer for the others. Rounds alternate the servers, so that machine noise
+hits all alike. Two tables give the median and the range of the rounds:
+requests per second, and requests per second of the server's CPU time,
+which other work on the machine disturbs less. Not part of the test suite.
+
+The daemon's HTTP path can be profiled under the same load with py-spy
+(C{pip install py-spy} in the peer's environment): C{py-spy record -r 500
+-f raw -p PID} while wrk runs.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ directory (reviewsd/data/synthetic.py), then measures:
     and no access log, started in the same run, rounds alternated; p50 and
     p99 latency;
   - search: a filter-only and a text query, req/s and latency;
-  - MCP tools/call search_reviews on one session;
+  - MCP tools/call search_reviews at the current revision (stateless);
   - reload: seconds from appending one review to the data file until it is
     served;
   - resident memory of the daemon (VmRSS now, VmHWM peak).
@@ -44,7 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.documents import BARE, JOURNAL_LOGGER, free_port, start_daemon, wrk
-from benchmarks.mcp import LUA, initialize
+from benchmarks.mcp import META, MODERN, lua
 from reviewsd.data.synthetic import write
 
 ENDPOINTS = (
@@ -209,7 +209,6 @@ def measure_size(count: int, args: argparse.Namespace) -> dict[str, Any]:
             "p99_ms": median(query, "p99"),
         }
 
-        session = initialize(base)
         call = {
             "jsonrpc": "2.0",
             "id": 1,
@@ -217,10 +216,20 @@ def measure_size(count: int, args: argparse.Namespace) -> dict[str, Any]:
             "params": {
                 "name": "search_reviews",
                 "arguments": {"rating": 5, "limit": 20},
+                "_meta": META,
             },
         }
         script = work / "call.lua"
-        script.write_text(LUA % (json.dumps(call), session))
+        script.write_text(
+            lua(
+                call,
+                {
+                    "MCP-Protocol-Version": MODERN,
+                    "Mcp-Method": "tools/call",
+                    "Mcp-Name": "search_reviews",
+                },
+            )
+        )
         mcp = [wrk(base + "/mcp", args.seconds, args.connections, None, script)]
         results["mcp_calls_per_s"] = median(mcp, "rps")
 
@@ -269,7 +278,8 @@ def report(results: dict[str, Any]) -> None:
         f"search with query: {results['search_query']['rps']:.0f} req/s, "
         f"p50 {results['search_query']['p50_ms']:.2f} ms, "
         f"p99 {results['search_query']['p99_ms']:.2f} ms; "
-        f"MCP tools/call search_reviews: {results['mcp_calls_per_s']:.0f} calls/s\n"
+        f"MCP tools/call search_reviews ({MODERN}): "
+        f"{results['mcp_calls_per_s']:.0f} calls/s\n"
     )
     print(
         f"| {'endpoint':<55} | answer | req/s | bare req/s | ratio | p50 ms | p99 ms |"
