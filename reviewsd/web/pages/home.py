@@ -487,6 +487,37 @@ def _source_name(source: str) -> str:
     return source[:1].upper() + source[1:] if source.islower() else source
 
 
+def review_origin(review: Review) -> Flattenable:
+    """Where a review was written: the platform, linked when its URL is known."""
+    name = _source_name(review.source)
+    if review.source_url:
+        return h("a", href=review.source_url, rel="external nofollow")(name)
+    return name
+
+
+def review_body(review: Review) -> Tag:
+    """A review's text, or what a rating without text says."""
+    if review.text and review.text.strip():
+        return h("p", class_="text")(review.text)
+    return h("p", class_="muted")(
+        f"Rated {review.rating} out of 5 stars, without a written review."
+    )
+
+
+def owner_answer(review: Review) -> Flattenable:
+    """The owner's reply to a review, dated; nothing when there is none."""
+    reply = review.owner_reply
+    if reply is None:
+        return ""
+    return h("div", class_="reply")(
+        h("p", class_="reply-by")(
+            "Reply from the owner, ",
+            h("time", datetime=reply.date.isoformat())(day_words(reply.date)),
+        ),
+        h("p", class_="text")(reply.text),
+    )
+
+
 def _review(review: Review, index: int, links: Links) -> Tag:
     """A review's card; its date links to the review's own page."""
     meta: list[Flattenable] = [
@@ -500,36 +531,13 @@ def _review(review: Review, index: int, links: Links) -> Tag:
             h("time", datetime=review.date.isoformat())(day_words(review.date))
         ),
         " \u00b7 on ",
-        (
-            h("a", href=review.source_url, rel="external nofollow")(
-                _source_name(review.source)
-            )
-            if review.source_url
-            else _source_name(review.source)
-        ),
+        review_origin(review),
     ]
-    body: Flattenable = (
-        h("p", class_="text")(review.text)
-        if review.text and review.text.strip()
-        else h("p", class_="muted")(
-            f"Rated {review.rating} out of 5 stars, without a written review."
-        )
-    )
-    reply = review.owner_reply
-    answer: Flattenable = ""
-    if reply is not None:
-        answer = h("div", class_="reply")(
-            h("p", class_="reply-by")(
-                "Reply from the owner, ",
-                h("time", datetime=reply.date.isoformat())(day_words(reply.date)),
-            ),
-            h("p", class_="text")(reply.text),
-        )
     return h("article", class_="review", id=review_anchor(review.id))(
         h("h3")(review.author),
         h("p", class_="meta")(meta),
-        body,
-        answer,
+        review_body(review),
+        owner_answer(review),
     )
 
 

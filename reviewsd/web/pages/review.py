@@ -29,7 +29,13 @@ from reviewsd.data.links import (
 from reviewsd.data.model import Business, Review
 from reviewsd.data.snapshot import Snapshot, Validators, derived_etag
 from reviewsd.web.pages import charts
-from reviewsd.web.pages.home import day_words, latest_month_start
+from reviewsd.web.pages.home import (
+    day_words,
+    latest_month_start,
+    owner_answer,
+    review_body,
+    review_origin,
+)
 from reviewsd.web.pages.markup import (
     h,
     json_ld,
@@ -67,10 +73,6 @@ def page_validators(snapshot: Snapshot, record: bytes, gzip_coder: bytes) -> Val
         last_modified=reviews.last_modified,
         http_date=reviews.http_date,
     )
-
-
-def _source_name(source: str) -> str:
-    return source[:1].upper() + source[1:] if source.islower() else source
 
 
 def _title(review: Review) -> str:
@@ -127,26 +129,6 @@ def _json_ld(
 
 
 def _article(review: Review) -> Tag:
-    origin: Flattenable = _source_name(review.source)
-    if review.source_url:
-        origin = h("a", href=review.source_url, rel="external nofollow")(origin)
-    text: Flattenable = (
-        h("p", class_="text")(review.text)
-        if review.text and review.text.strip()
-        else h("p", class_="muted")(
-            f"Rated {review.rating} out of 5 stars, without a written review."
-        )
-    )
-    reply = review.owner_reply
-    answer: Flattenable = ""
-    if reply is not None:
-        answer = h("div", class_="reply")(
-            h("p", class_="reply-by")(
-                "Reply from the owner, ",
-                h("time", datetime=reply.date.isoformat())(day_words(reply.date)),
-            ),
-            h("p", class_="text")(reply.text),
-        )
     return h("article", class_="review", id="review")(
         h("h1")(_title(review)),
         h("p", class_="meta")(
@@ -154,10 +136,10 @@ def _article(review: Review) -> Tag:
             " ",
             h("time", datetime=review.date.isoformat())(day_words(review.date)),
             " \u00b7 on ",
-            origin,
+            review_origin(review),
         ),
-        text,
-        answer,
+        review_body(review),
+        owner_answer(review),
     )
 
 
