@@ -48,6 +48,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.documents import free_port, start_daemon
+from benchmarks.suite import settled
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1024 * 1024
@@ -171,27 +172,6 @@ class Sampler(threading.Thread):
                 except (OSError, KeyError):
                     continue
                 self.peak[name] = max(self.peak[name], rss)
-
-
-def settled(pid: int, timeout: float = 1800) -> None:
-    """
-    Wait until the process has used under 5 % of a CPU for half a second:
-    after its first answer, the daemon goes on building its word index.
-    """
-    ticks = os.sysconf("SC_CLK_TCK")
-
-    def cpu() -> float:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-
-    started = time.monotonic()
-    before = cpu()
-    while time.monotonic() - started < timeout:
-        time.sleep(0.5)
-        now = cpu()
-        if now - before < 0.025:
-            return
-        before = now
 
 
 def loadavg() -> str:
