@@ -11,13 +11,18 @@ import socket
 from typing import Any
 
 from twisted.internet import defer, reactor, task
-from twisted.internet.testing import StringTransportWithDisconnection
 from twisted.internet.threads import deferToThread
 from twisted.trial.unittest import SkipTest
 
 from reviewsd.data.links import HUB_PATH
 from tests.support.daemon import DaemonTestCase, free_port
-from tests.support.site import INITIALIZE, Answer, Connection, SiteTestCase
+from tests.support.site import (
+    INITIALIZE,
+    Answer,
+    Connection,
+    LaggingReader,
+    SiteTestCase,
+)
 
 
 class LimitTests(SiteTestCase):
@@ -158,42 +163,14 @@ class LimitTests(SiteTestCase):
         self.assertEqual(event["client"], "198.51.100.1")
 
 
-class _LaggingTransport(StringTransportWithDisconnection):
-    """
-    A transport whose client reads only when told to (L{read}): over
-    C{limit} unsent bytes it pauses its producer, and it resumes it once
-    all is read, as Twisted's transports do with their buffer size.
-    """
-
-    limit = 1024
-    _full = False
-
-    def write(self, data: bytes) -> None:
-        super().write(data)
-        if len(self.value()) > self.limit and self.producer is not None:
-            self._full = True
-            self.producer.pauseProducing()
-
-    def read(self) -> bytes:
-        data = self.value()
-        self.clear()
-        if self._full and self.producer is not None:
-            self._full = False
-            self.producer.resumeProducing()
-        return data
-
-    def unregisterProducer(self) -> None:
-        self.producer = None
-
-
 GET = b"GET /reviews.json HTTP/1.1\r\nHost: x\r\n\r\n"
 
 
 class PipeliningTests(SiteTestCase):
     """Pipelined requests are answered no faster than the client reads."""
 
-    def connect(self) -> tuple[_LaggingTransport, Any]:
-        transport = _LaggingTransport()
+    def connect(self) -> tuple[LaggingReader, Any]:
+        transport = LaggingReader(1024)
         channel = self.site.buildProtocol(None)
         transport.protocol = channel
         channel.makeConnection(transport)

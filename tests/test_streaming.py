@@ -16,9 +16,6 @@ from typing import Any
 
 import attrs
 from twisted.internet import defer, reactor, task
-from twisted.internet.testing import (
-    StringTransportWithDisconnection,
-)
 from twisted.internet.threads import deferToThread
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
@@ -29,7 +26,7 @@ from reviewsd.memory import Trimmer
 from reviewsd.web import streaming
 from reviewsd.web.site import make_site
 from tests.support import Holder
-from tests.support.site import DEMO, Answer, SiteTestCase
+from tests.support.site import DEMO, Answer, LaggingReader, SiteTestCase
 from tests.support.tls import TLSFiles
 
 CHUNK = streaming.CHUNK
@@ -42,52 +39,6 @@ LARGE = Document.build(
 assert LARGE.gzipped is not None and len(LARGE.gzipped.body) >= streaming.LARGE_BODY
 
 GET = b"GET /reviews.json HTTP/1.1\r\nHost: x\r\n\r\n"
-
-
-class Reader(StringTransportWithDisconnection):
-    """
-    A client that reads only when told (L{read}): each write that leaves
-    over C{limit} bytes unsent pauses the producer, and once everything is
-    read it is resumed, as Twisted's transports do with their buffer size.
-    It keeps the size of every write.
-    """
-
-    limit = 64 * 1024
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.writes: list[int] = []
-        self.most_unsent = 0
-        self._full = False
-
-    def write(self, data: bytes) -> None:
-        super().write(data)
-        self.writes.append(len(data))
-        unsent = len(self.value())
-        self.most_unsent = max(self.most_unsent, unsent)
-        if unsent > self.limit and self.producer is not None:
-            self._full = True
-            self.producer.pauseProducing()
-
-    def writeSequence(self, data: Any) -> None:
-        self.write(b"".join(data))
-
-    def read(self) -> bytes:
-        data = self.value()
-        self.clear()
-        if self._full and self.producer is not None:
-            self._full = False
-            self.producer.resumeProducing()
-        return data
-
-    def read_all(self) -> bytes:
-        received = b""
-        while data := self.read():
-            received += data
-        return received
-
-    def unregisterProducer(self) -> None:
-        self.producer = None
 
 
 def answers(raw: bytes) -> list[Answer]:
@@ -123,8 +74,8 @@ class StreamingTests(SiteTestCase):
         self.patch(memory, "trim_heap", lambda: self.trims.append(None))
         self.trimmer = streaming.trimmer_for(self.clock)
 
-    def connect(self) -> tuple[Reader, Any]:
-        transport = Reader()
+    def connect(self) -> tuple[LaggingReader, Any]:
+        transport = LaggingReader(64 * 1024)
         channel = self.site.buildProtocol(None)
         transport.protocol = channel
         channel.makeConnection(transport)

@@ -64,6 +64,51 @@ class _Transport(StringTransportWithDisconnection):
         self.producer = None
 
 
+class LaggingReader(StringTransportWithDisconnection):
+    """
+    A client that reads only when told (L{read}): each write that leaves
+    over C{limit} bytes unsent pauses the producer, and once everything is
+    read it is resumed, as Twisted's transports do with their buffer size.
+    It keeps the size of every write and the most ever left unsent.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.writes: list[int] = []
+        self.most_unsent = 0
+        self._full = False
+
+    def write(self, data: bytes) -> None:
+        super().write(data)
+        self.writes.append(len(data))
+        unsent = len(self.value())
+        self.most_unsent = max(self.most_unsent, unsent)
+        if unsent > self.limit and self.producer is not None:
+            self._full = True
+            self.producer.pauseProducing()
+
+    def writeSequence(self, data: Any) -> None:
+        self.write(b"".join(data))
+
+    def read(self) -> bytes:
+        data = self.value()
+        self.clear()
+        if self._full and self.producer is not None:
+            self._full = False
+            self.producer.resumeProducing()
+        return data
+
+    def read_all(self) -> bytes:
+        received = b""
+        while data := self.read():
+            received += data
+        return received
+
+    def unregisterProducer(self) -> None:
+        self.producer = None
+
+
 class Connection:
     """A client's connection to C{site}, driven by hand."""
 
