@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.documents import free_port, start_daemon
+from benchmarks.documents import free_port, many_clients, start_daemon
 from benchmarks.suite import settled
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -348,6 +348,7 @@ def launch(
             str(work / "state"),
             "--data",
             str(args.data),
+            *many_clients(args.source),
         ],
         env=dict(
             os.environ, PYTHONPATH=str(args.source), PROBE_OUT=str(work / "probe")

@@ -19,6 +19,7 @@ from twisted.python import usage
 
 from reviewsd import __version__
 from reviewsd.data.loading import DEMO_DATA
+from reviewsd.web.budget import COMPUTED_BURST, COMPUTED_RATE, CONNECTIONS_PER_ADDRESS
 from reviewsd.web.site import IDLE_TIMEOUT, RECEIVE_TIMEOUT
 from reviewsd.websub.outbound import load_certificates
 
@@ -38,6 +39,9 @@ _NUMBERS: dict[str, tuple[type, int | float]] = {
     "retry-base": (float, 30.0),
     "max-subscriptions-per-host": (int, 100),
     "max-subscriptions": (int, 10000),
+    "computed-rate": (float, COMPUTED_RATE),
+    "computed-burst": (int, COMPUTED_BURST),
+    "max-connections-per-address": (int, CONNECTIONS_PER_ADDRESS),
     "idle-timeout": (float, IDLE_TIMEOUT),
     "receive-timeout": (float, RECEIVE_TIMEOUT),
     "shutdown-timeout": (float, 10.0),
@@ -288,6 +292,30 @@ class Options(usage.Options):
             None,
             "Serve /metrics (and /healthz) on this endpoint instead of --listen, "
             "such as tcp:9464:interface=127.0.0.1 [default: /metrics on --listen].",
+        ],
+        [
+            "computed-rate",
+            None,
+            None,
+            "Search and since answers one client may ask for a second; past "
+            "its budget it is answered 429 with Retry-After (a client is its "
+            "address, or behind a proxy on this host the last X-Forwarded-For "
+            f"one) [default: {_NUMBERS['computed-rate'][1]:g}].",
+        ],
+        [
+            "computed-burst",
+            None,
+            None,
+            "Of those, how many a client may ask for at once "
+            f"[default: {_NUMBERS['computed-burst'][1]}].",
+        ],
+        [
+            "max-connections-per-address",
+            None,
+            None,
+            "Connections one client address may hold open; loopback peers (a "
+            "proxy in front) are not counted "
+            f"[default: {_NUMBERS['max-connections-per-address'][1]}].",
         ],
         [
             "idle-timeout",

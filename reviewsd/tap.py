@@ -33,6 +33,7 @@ from reviewsd.ops.systemd import Notifier, notify
 from reviewsd.publishing.build import load_snapshot
 from reviewsd.publishing.service import CurrentSnapshot, ReviewsData, save_cache
 from reviewsd.publishing.watching import DirectoryWatcher
+from reviewsd.web.budget import ClientBudget, ConnectionCount
 from reviewsd.web.site import (
     RequestObserver,
     ReviewsSite,
@@ -229,7 +230,19 @@ def _sites(
         "receive_timeout": options["receive-timeout"],
         "observers": observers,
     }
-    sites = [(options["listen"], make_site(current, reactor, resources, **shared))]
+    main = make_site(
+        current,
+        reactor,
+        resources,
+        budget=ClientBudget(
+            reactor, options["computed-rate"], options["computed-burst"]
+        ),
+        connection_limit=ConnectionCount(
+            reactor, options["max-connections-per-address"]
+        ),
+        **shared,
+    )
+    sites = [(options["listen"], main)]
     if side:
         sites.append(
             (options["metrics-listen"], make_side_site(side, reactor, **shared))

@@ -707,6 +707,21 @@ _INVALID = _json(
     _ref("ValidationError"), "Invalid parameters: one issue per bad parameter."
 )
 
+_RATE_LIMITED = {
+    **_json(
+        _ref("Error"),
+        "rate_limited: this client asked for more search and since answers "
+        "than its budget (a rate a second, and a burst); the body's "
+        "retry_after repeats Retry-After.",
+    ),
+    "headers": {
+        "Retry-After": {
+            "description": "Seconds to wait before asking again.",
+            "schema": {"type": "integer", "minimum": 1},
+        }
+    },
+}
+
 
 def _text_query(maximum: int) -> dict[str, Any]:
     return {
@@ -786,6 +801,7 @@ def _search_path() -> dict[str, Any]:
                     "headers": _VALIDATORS,
                 },
                 "400": _INVALID,
+                "429": _RATE_LIMITED,
             },
         }
     }
@@ -816,6 +832,7 @@ def _since_path() -> dict[str, Any]:
                     "headers": _VALIDATORS,
                 },
                 "400": _INVALID,
+                "429": _RATE_LIMITED,
             },
         }
     }

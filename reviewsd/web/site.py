@@ -7,6 +7,7 @@ built with it.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar, cast
@@ -45,6 +46,7 @@ from reviewsd.twisted_private import (
     resume_parsing,
     set_answering,
 )
+from reviewsd.web.budget import ClientBudget, ConnectionCount, client_of, peer_host
 from reviewsd.web.errors import closing_error, json_error
 from reviewsd.web.front import Front, PathMap, PreparedAnswers
 from reviewsd.web.routes import ReviewsAPI
@@ -174,15 +176,55 @@ class CappedRequest(Request):
         super().requestReceived(command, path, version)
 
     def process(self) -> None:
-        """Answer the request; an HTTP/1.1 one without Host is a 400 (RFC 9112)."""
-        if self.clientproto != b"HTTP/1.1" or self.requestHeaders.hasHeader(b"host"):
-            super().process()
+        """
+        Answer the request; an HTTP/1.1 one without Host is a 400 (RFC 9112),
+        and a search or since from a client over its budget a 429.
+        """
+        if self.clientproto == b"HTTP/1.1" and not self.requestHeaders.hasHeader(
+            b"host"
+        ):
+            self._answer_error(
+                json_error(
+                    self,
+                    400,
+                    "bad_request",
+                    "An HTTP/1.1 request must have a Host header.",
+                )
+            )
             return
+        site = self._site
+        if site is not None and site.budget is not None and site.computed(self):
+            wait = site.budget.wait(client_of(self))
+            if wait:
+                self._over_budget(site.budget, wait)
+                return
+        super().process()
+
+    def _over_budget(self, budget: ClientBudget, wait: float) -> None:
+        """
+        Answer 429, and read nothing more on this connection until its
+        turn (L{ClientBudget.wait}): a client that does not wait costs no
+        more than one that does.
+        """
+        retry = max(1, math.ceil(wait))
+        self.setHeader(b"Retry-After", b"%d" % retry)
         body = json_error(
-            self, 400, "bad_request", "An HTTP/1.1 request must have a Host header."
+            self,
+            429,
+            "rate_limited",
+            f"This client asked for more than {budget.rate:g} search and since"
+            f" answers a second (or {budget.burst} at once); ask again in"
+            f" {retry} s.",
+            retry_after=retry,
         )
+        if isinstance(self.channel, ReviewsChannel):
+            self.channel.rest(wait)
+        self._answer_error(body)
+
+    def _answer_error(self, body: bytes) -> None:
         self.setHeader(b"Content-Length", b"%d" % len(body))
-        self.write(body)
+        if self.method != b"HEAD":
+            self.write(body)
         self.finish()
 
     def finish(self) -> None:
@@ -336,6 +378,7 @@ class ReviewsChannel(BadRequests):
     _not_reading = False
     _answered = 0
     _next_turn: IDelayedCall | None = None
+    _counted: str | None = None
 
     def getPeer(self) -> IAddress:
         """
@@ -354,6 +397,19 @@ class ReviewsChannel(BadRequests):
     def connectionMade(self) -> None:
         super().connectionMade()
         self.site.connections.add(self)
+        limit = self.site.connection_limit
+        host = peer_host(self.getPeer())
+        if limit is None or host is None:
+            return
+        if limit.add(host):
+            self._counted = host
+        else:
+            self._refuse(
+                503,
+                "too_many_connections",
+                f"This client holds {limit.limit} connections already;"
+                " use those (HTTP/1.1 keeps them open for more requests).",
+            )
 
     def dataReceived(self, data: bytes) -> None:
         self._answered = 0
@@ -461,6 +517,8 @@ class ReviewsChannel(BadRequests):
             self._next_turn.cancel()
         super().connectionLost(reason)
         self.site.connections.discard(self)
+        if self._counted is not None and self.site.connection_limit is not None:
+            self.site.connection_limit.discard(self._counted)
 
     def close_when_done(self) -> None:
         """Close now if no request is under way, else after its answer."""
@@ -503,6 +561,17 @@ class ReviewsChannel(BadRequests):
         hold_parsing(self)
         if not self._send_buffer_full:
             self._next_turn = self.site.reactor.callLater(0, self._turn)
+
+    def rest(self, seconds: float) -> None:
+        """
+        Parse and read nothing more for C{seconds} once the answer under way
+        is sent: a client over its budget was told to wait that long.
+        """
+        if self._next_turn is not None and self._next_turn.active():
+            self._next_turn.cancel()
+        self._held = True
+        hold_parsing(self)
+        self._next_turn = self.site.reactor.callLater(seconds, self._turn)
 
     def _turn(self) -> None:
         self._next_turn = None
@@ -594,6 +663,8 @@ class ReviewsSite(Site):
         receive_timeout: float = RECEIVE_TIMEOUT,
         observers: Sequence[RequestObserver] = (),
         prepared: PreparedAnswers | None = None,
+        budget: ClientBudget | None = None,
+        connection_limit: ConnectionCount | None = None,
     ) -> None:
         super().__init__(
             resource,
@@ -614,6 +685,9 @@ class ReviewsSite(Site):
         self._routes = {path.encode("ascii"): path for path in routes}
         self._since = SINCE_PATH.encode("ascii") + b"/"
         self.prepared = prepared
+        self.budget = budget
+        self.connection_limit = connection_limit
+        self._search = SEARCH_PATH.encode("ascii")
         self._date_second = -1
         self._date_line = b""
 
@@ -635,6 +709,15 @@ class ReviewsSite(Site):
             _, _, rest = path.partition(b"//")
             path = b"/" + rest.partition(b"/")[2]
         return self._body_limits.get(path, 0)
+
+    def computed(self, request: http.Request) -> bool:
+        """Whether C{request} is a GET or HEAD of search or since."""
+        if request.method not in (b"GET", b"HEAD"):
+            return False
+        path = request.path
+        return path == self._search or (
+            path.startswith(self._since) and b"/" not in path[len(self._since) :]
+        )
 
     def route(self, path: bytes) -> str:
         """
@@ -707,10 +790,14 @@ def make_site(
     idle_timeout: float = IDLE_TIMEOUT,
     receive_timeout: float = RECEIVE_TIMEOUT,
     observers: Sequence[RequestObserver] = (),
+    budget: ClientBudget | None = None,
+    connection_limit: ConnectionCount | None = None,
 ) -> ReviewsSite:
     """
     The whole HTTP face: documents, the Klein routes, and C{resources}, other
     resources by exact path (C{/mcp}, the hub, C{/healthz}, C{/metrics}).
+    C{budget} bounds each client's search and since answers a second,
+    C{connection_limit} its open connections (neither, when C{None}).
     """
     if reactor is None:
         from twisted.internet import reactor
@@ -725,6 +812,8 @@ def make_site(
         receive_timeout=receive_timeout,
         observers=observers,
         prepared=front.prepared,
+        budget=budget,
+        connection_limit=connection_limit,
     )
 
 
