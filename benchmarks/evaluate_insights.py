@@ -2,7 +2,7 @@
 How far the insights analysis agrees with careful human readers, on the
 hand-labelled reviews of benchmarks/insights_eval/ (see GUIDE.md there).
 
-    python benchmarks/evaluate_insights.py [--part dev|heldout|all] [--json]
+    python benchmarks/evaluate_insights.py [--part dev|calibrate|heldout|all] [--json]
         [--show-errors N] [--labels FILE ...] [--business FILE]
         [--predictions FILE] [--check]
 
@@ -21,9 +21,9 @@ with the labels:
   - the same per aspect;
   - technician, service and area mentions: precision and recall.
 
---part all (the default) reports each part and both together.  The
-held-out part is for reporting only: --show-errors prints the development
-part's disagreements and refuses to print the held-out part's.  --labels
+--part all (the default) reports each part and all together.  The
+held-out part is for reporting only: --show-errors prints the dev and
+calibrate parts' disagreements and refuses to print the held-out part's.  --labels
 scores another labelled file (the same format) instead of the parts;
 --predictions scores a saved per_review object (or a whole /insights.json
 document) instead of running the analysis; --check only checks the label
@@ -63,9 +63,13 @@ from reviewsd.insights import ReviewCache, derive_insights  # noqa: E402
 from reviewsd.insights.data import ASPECTS  # noqa: E402
 
 EVAL_DIR = Path(__file__).resolve().parent / "insights_eval"
-PARTS = {"dev": EVAL_DIR / "dev.jsonl", "heldout": EVAL_DIR / "heldout.jsonl"}
-#: The part whose disagreements may be read.
-DEVELOPMENT = "dev"
+PARTS = {
+    "dev": EVAL_DIR / "dev.jsonl",
+    "calibrate": EVAL_DIR / "calibrate.jsonl",
+    "heldout": EVAL_DIR / "heldout.jsonl",
+}
+#: The parts whose disagreements may be read.
+READABLE = ("dev", "calibrate")
 
 SENTIMENTS = ("positive", "neutral", "negative")
 POLARITIES = ("positive", "negative")
@@ -517,7 +521,7 @@ def report(name: str, figures: Mapping[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--part", choices=["dev", "heldout", "all"], default="all")
+    parser.add_argument("--part", choices=[*PARTS, "all"], default="all")
     parser.add_argument("--labels", type=Path, nargs="+", metavar="FILE")
     parser.add_argument("--business", type=Path, metavar="FILE")
     parser.add_argument("--predictions", type=Path, metavar="FILE")
@@ -544,7 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.show_errors and args.part == "heldout" and not args.labels:
         print(
             "evaluate_insights: the held-out part is for reporting only; "
-            "--show-errors reads the dev part",
+            "--show-errors reads the dev and calibrate parts",
             file=sys.stderr,
         )
         return 2
@@ -569,9 +573,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print("\n\n".join(report(name, figures) for name, figures in results.items()))
     if args.show_errors:
-        readable = parts.get("labels") or parts.get(DEVELOPMENT, [])
+        readable = parts.get("labels") or [
+            item for name in READABLE for item in parts.get(name, [])
+        ]
         shown = disagreements(readable, predictions, args.show_errors)
-        print(f"\n{len(shown)} disagreements shown (development labels only):\n")
+        print(f"\n{len(shown)} disagreements shown (dev and calibrate labels only):\n")
         print("\n".join(shown))
     return 0
 

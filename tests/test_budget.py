@@ -180,7 +180,6 @@ class SiteBudgetTests(SiteTestCase):
         self.assertEqual(second.request("GET", "/api/reviews/search").code, 429)
 
     def test_over_budget_is_logged_sparingly(self) -> None:
-        buster = Connection(self.site, "198.51.100.4")
         for _ in range(120):
             # a new connection each time: none waits for its turn
             connection = Connection(self.site, "198.51.100.4")
