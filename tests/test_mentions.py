@@ -10,7 +10,16 @@ from typing import Any
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from reviewsd.data.mentions import NOTHING, Found, Matcher, plural, slips
+from reviewsd.data.mentions import (
+    NOTHING,
+    Found,
+    Matcher,
+    doubled,
+    plural,
+    separated,
+    singular,
+    slips,
+)
 from reviewsd.data.model import business_from_json
 
 BUSINESS: dict[str, Any] = {
@@ -20,30 +29,60 @@ BUSINESS: dict[str, Any] = {
         {
             "id": "plumbing",
             "name": "Plumbing",
-            "keywords": ["plumber", "faucet", "drain", "toilet", "water heater"],
+            "keywords": [
+                "plumber",
+                "faucet",
+                "drain",
+                "toilet",
+                "water heater",
+                "shutoff valve",
+                "valve",
+            ],
         },
-        {"id": "kitchen", "name": "Kitchen Remodeling", "keywords": ["kitchen"]},
-        {"id": "bathroom", "name": "Bathroom Remodeling", "keywords": ["bathtub"]},
+        {
+            "id": "kitchen",
+            "name": "Kitchen Remodeling",
+            "keywords": ["kitchen", "cabinets"],
+        },
+        {
+            "id": "bathroom",
+            "name": "Bathroom Remodeling",
+            "keywords": ["bathtub", "shower"],
+        },
         {
             "id": "deck",
             "name": "Deck Building",
             "keywords": ["deck", "railing", "porch"],
         },
         {"id": "roofing", "name": "Roofing", "keywords": ["roof", "gutters"]},
-        {"id": "windows", "name": "Windows & Doors", "keywords": ["window"]},
+        {
+            "id": "windows",
+            "name": "Windows & Doors",
+            "keywords": ["window", "front door"],
+        },
         {"id": "flooring", "name": "Flooring", "keywords": ["carpet", "hardwood"]},
-        {"id": "painting", "name": "Painting", "keywords": ["paint", "painted"]},
+        {
+            "id": "painting",
+            "name": "Painting",
+            "keywords": ["paint", "painted", "drywall"],
+        },
         {"id": "electrical", "name": "Electrical", "keywords": ["GFCI", "outlet"]},
         {"id": "hvac", "name": "Heating", "keywords": ["furnace", "mini split"]},
         {
             "id": "restoration",
             "name": "Water Damage Restoration",
-            "keywords": ["water damage", "dehumidifier"],
+            "keywords": ["water damage", "dehumidifier", "flooded", "flood"],
         },
         {
             "id": "handyman",
             "name": "Handyman",
-            "keywords": ["handyman", "stair railing", "punch list"],
+            "keywords": [
+                "handyman",
+                "stair railing",
+                "punch list",
+                "sticking door",
+                "weatherstripping",
+            ],
         },
     ],
     "technicians": [
@@ -333,3 +372,379 @@ class NameTests(SynchronousTestCase):
         self.assertEqual(MATCHER.technicians_called("mike r."), {"Michael Reyes"})
         self.assertEqual(MATCHER.technicians_called("Michael"), frozenset())
         self.assertEqual(MATCHER.services_called("PLUMBING"), {"plumbing"})
+
+
+class ReadingTests(SynchronousTestCase):
+    def test_more_everyday_senses(self) -> None:
+        """A window of time, a flood of calls, a shower taken name no trade."""
+        for text in [
+            "Took the day off for the 8-12 window and nobody came.",
+            "They gave us a 2 hour window and kept to it.",
+            "After a flood of calls and emails, someone answered.",
+            "The owner hit the roof when he saw the mess.",
+            "Hot water lasts for two showers in a row now.",
+        ]:
+            self.assertEqual(MATCHER.find(text).services, frozenset(), text)
+        self.assertEqual(services("They replaced 4-5 windows in a day."), {"windows"})
+        self.assertEqual(services("The new shower is great."), {"bathroom"})
+
+    def test_where_the_crew_only_was(self) -> None:
+        """A place where the crew only was names no work, unless new."""
+        for text in [
+            "The crew smoked on our porch all afternoon.",
+            "They left a hanger on our front door and billed a trip fee.",
+        ]:
+            self.assertEqual(MATCHER.find(text).services, frozenset(), text)
+        self.assertEqual(services("They left trash on our new deck."), {"deck"})
+
+    def test_what_water_got_into_and_what_was_torn_out(self) -> None:
+        """The wet carpet and the drywall cut back are the restoration's."""
+        self.assertEqual(
+            services(
+                "They ran a dehumidifier for a week, but the carpet in the "
+                "corner was squishing again."
+            ),
+            {"restoration"},
+        )
+        self.assertEqual(
+            services("They cut the drywall back two feet and set a dehumidifier."),
+            {"restoration"},
+        )
+        # alone, what was torn out is still the work
+        self.assertEqual(services("They removed the old carpet. Great!"), {"flooring"})
+
+    def test_stages_and_what_work_left(self) -> None:
+        """A stage of a larger job, or its dust, is not another trade's work."""
+        self.assertEqual(
+            services("Our kitchen came out great, right up to the final paint."),
+            {"kitchen"},
+        )
+        self.assertEqual(
+            services("From demo to the last coat of paint, the kitchen took a month."),
+            {"kitchen"},
+        )
+        self.assertEqual(
+            services("New GFCI in the garage, but drywall dust all over the car."),
+            {"electrical"},
+        )
+        self.assertEqual(services("The painted trim looks sharp."), {"painting"})
+
+    def test_a_room_where_another_trade_worked(self) -> None:
+        """The kitchen lights are where the electrical work was."""
+        self.assertEqual(
+            services("Marcus rewired the kitchen lights and added an outlet."),
+            {"electrical"},
+        )
+        self.assertEqual(services("The kitchen lights are gorgeous."), {"kitchen"})
+
+    def test_a_trade_in_passing(self) -> None:
+        """A trade named in passing within a larger job is not its work."""
+        self.assertEqual(
+            services(
+                "Every week a new excuse about the cabinets or the plumber, and "
+                "our kitchen is still not done."
+            ),
+            {"kitchen"},
+        )
+        self.assertEqual(
+            services("The plumber fixed our kitchen faucet."), {"plumbing"}
+        )
+
+    def test_harm_done(self) -> None:
+        """Water their bad work let in is harm, not the restoration work."""
+        self.assertEqual(
+            services("They botched our roof and it flooded the attic."),
+            {"roofing"},
+        )
+        self.assertEqual(
+            services("Water damage from their sloppy roof job, and no callback."),
+            {"roofing"},
+        )
+        self.assertEqual(
+            services("The washer flooded our basement; they had it dry in days."),
+            {"restoration"},
+        )
+
+    def test_a_kind_of_part_not_listed(self) -> None:
+        """
+        A one-word keyword that ends a longer one of its service, with a word
+        of another kind before it, is a part of something else.
+        """
+        self.assertEqual(
+            services("Hana serviced the furnace and showed us the bleed valves."),
+            {"hvac"},
+        )
+        self.assertEqual(
+            services("Serviced the furnace and swapped the old valve too."),
+            {"hvac", "plumbing"},
+        )
+        self.assertEqual(services("A new shutoff valve, no leaks."), {"plumbing"})
+
+    def test_small_jobs(self) -> None:
+        """A list of small jobs across trades is the handyman's alone."""
+        self.assertEqual(
+            services(
+                "Sam fixed two sticking doors, patched a hole in the hall and "
+                "tightened our wobbly railing."
+            ),
+            {"handyman"},
+        )
+        self.assertEqual(
+            services(
+                "Sam fixed a dripping faucet, swapped a loose outlet and patched "
+                "the paint in the hall."
+            ),
+            {"handyman"},
+        )
+        # bigger jobs across trades stay theirs
+        self.assertEqual(
+            services("They replaced our furnace, water heater and a GFCI in a week."),
+            {"hvac", "plumbing", "electrical"},
+        )
+
+    def test_catch_all_items_within_a_job(self) -> None:
+        """The handyman's items within another service's job are its parts."""
+        self.assertEqual(
+            services("New front door went in and the weatherstripping seals tight."),
+            {"windows"},
+        )
+        self.assertEqual(
+            services("Sam redid the weatherstripping on two doors."), {"handyman"}
+        )
+        self.assertEqual(
+            services("The handyman redid the weatherstripping by the new window."),
+            {"handyman", "windows"},
+        )
+
+    def test_singular_of_a_plural_keyword(self) -> None:
+        self.assertEqual(services("One cabinet door sticks."), {"kitchen"})
+        self.assertEqual(singular("cabinets"), "cabinet")
+        self.assertEqual(singular("gutters"), "gutter")
+        self.assertIsNone(singular("floors"))
+        self.assertIsNone(singular("shelves"))
+        self.assertIsNone(singular("hardwood"))
+
+    def test_other_people_and_places(self) -> None:
+        """Pets, namesakes, other surnames and streets are not ours."""
+        for text, found in [
+            (
+                "Our dog Sam barked the whole time; Brandon didn't mind.",
+                {"Brandon Okafor"},
+            ),
+            (
+                "A friend at church, also named Tomasz, sent us to Brandon.",
+                {"Brandon Okafor"},
+            ),
+            (
+                "Sam Smith from the city signed off on Brandon's work.",
+                {"Brandon Okafor"},
+            ),
+            ("Sam Whitfeld was great.", {"Sam Whitfield"}),
+            ("Thanks Sam Great job", {"Sam Whitfield"}),
+        ]:
+            self.assertEqual(technicians(text), found, text)
+        self.assertEqual(
+            MATCHER.find("We live on Tigard Street in Lake Oswego.").areas,
+            frozenset({"Lake Oswego"}),
+        )
+
+
+def _more_business() -> dict[str, Any]:
+    """L{BUSINESS} with keywords that two services share, or that a phrasal
+    verb, a room's fittings or a time of heating name."""
+    more = {
+        "plumbing": ["burst pipe"],
+        "restoration": ["burst pipe", "dried out"],
+        "hvac": ["heating", "thermostat"],
+        "kitchen": ["counters"],
+        "electrical": ["wiring"],
+    }
+    return {
+        **BUSINESS,
+        "services": [
+            {**s, "keywords": [*s["keywords"], *more.get(s["id"], [])]}
+            for s in BUSINESS["services"]
+        ],
+    }
+
+
+MORE = Matcher(business_from_json(_more_business()))
+
+
+def more_services(text: str) -> set[str]:
+    return set(MORE.find(text).services)
+
+
+class MoreReadingTests(SynchronousTestCase):
+    def test_phrases_written_with_hyphens(self) -> None:
+        """A keyword phrase is found with its words joined by a hyphen."""
+        self.assertEqual(
+            more_services("The dried-out wall tested clean."), {"restoration"}
+        )
+        self.assertEqual(services("A new mini-split upstairs."), {"hvac"})
+
+    def test_phrasal_verb_with_its_object_between(self) -> None:
+        """ "Dried it out" is "dried out"."""
+        self.assertEqual(
+            more_services("They dried it out in three days."), {"restoration"}
+        )
+        self.assertEqual(
+            separated("dried out"),
+            ["dried it out", "dried them out", "dried everything out"],
+        )
+        self.assertEqual(separated("water heater"), [])
+        self.assertEqual(separated("dry out the basement"), [])
+
+    def test_a_keyword_two_services_share(self) -> None:
+        """
+        A keyword two services list counts for the one another keyword names
+        alone, when one does.
+        """
+        self.assertEqual(
+            more_services("After a burst pipe they ran a dehumidifier for a week."),
+            {"restoration"},
+        )
+        self.assertEqual(
+            more_services("Fixed the burst pipe and the faucet."), {"plumbing"}
+        )
+        self.assertEqual(
+            more_services("Burst pipe at midnight, Tom was here by one."),
+            {"plumbing", "restoration"},
+        )
+
+    def test_more_everyday_senses(self) -> None:
+        """A time window said after the word, a heating bill, a permit counter."""
+        self.assertEqual(
+            services("The window was 8-12 and he came at 2, but the furnace works."),
+            {"hvac"},
+        )
+        self.assertEqual(services("Our window is 9 am to noon."), set())
+        self.assertEqual(
+            more_services("New windows, and our heating bill is down a third."),
+            {"windows"},
+        )
+        self.assertEqual(
+            more_services(
+                "Sam knew the code better than the guy at the permit counter."
+            ),
+            set(),
+        )
+        self.assertEqual(more_services("The new counter is quartz."), {"kitchen"})
+
+    def test_approval_is_said_of_the_work(self) -> None:
+        """What an inspector signed off on is the work."""
+        self.assertEqual(
+            services(
+                "The inspector signed off on the deck, and they painted the trim."
+            ),
+            {"deck", "painting"},
+        )
+
+    def test_what_is_no_worker(self) -> None:
+        """
+        A verb of work is no work after a speck or a pipe that let go: what
+        it got on, or gave way under, is a place.
+        """
+        self.assertEqual(
+            services("Not a speck got on our carpet while they hung the front door."),
+            {"windows"},
+        )
+        self.assertEqual(
+            services("The faucet let go over the bathtub at midnight."), {"plumbing"}
+        )
+        self.assertEqual(
+            services("Everything went on the new carpet perfectly."), {"flooring"}
+        )
+
+    def test_torn_out_said_after(self) -> None:
+        """Drywall left cut out after a flood is the restoration's."""
+        self.assertEqual(
+            services("Our drywall sat cut out for a month after the flood."),
+            {"restoration"},
+        )
+        self.assertEqual(
+            services("The drywall was ripped out after the flood."), {"restoration"}
+        )
+        self.assertEqual(services("They painted the new drywall."), {"painting"})
+
+    def test_what_the_customer_got_in(self) -> None:
+        """What the customer rented themselves is not the work."""
+        self.assertEqual(
+            services("We rented a dehumidifier until the plumber came."),
+            {"plumbing"},
+        )
+
+    def test_a_thing_that_only_sat(self) -> None:
+        """A fixture that sat in the way during a remodel is not its trade's."""
+        self.assertEqual(
+            services(
+                "The toilet sat in the garage for a week while they tiled the shower."
+            ),
+            {"bathroom"},
+        )
+        self.assertEqual(
+            services("Our toilet spent ten days sitting in the hallway."), {"plumbing"}
+        )
+
+    def test_rot_is_a_failure(self) -> None:
+        """What was rotten is the cause of the work, which is named outright."""
+        self.assertEqual(
+            services("Tom redid the roof, and the deck under it was rotten."),
+            {"roofing"},
+        )
+        self.assertEqual(
+            services("Our deck was rotting, so they rebuilt it."), {"deck"}
+        )
+
+    def test_new_work_gone_wrong(self) -> None:
+        """New floors buckling are the flooring, not water's doing; "by" a
+        door is a place."""
+        self.assertEqual(
+            services("New hardwood started buckling by the front door."), {"flooring"}
+        )
+        self.assertEqual(
+            services("The hardwood started buckling after the flood."), {"restoration"}
+        )
+
+    def test_other_firms_trades(self) -> None:
+        """Two plumbers, another roofer: other firms' people, in passing."""
+        self.assertEqual(
+            services("Two plumbers couldn't find the leak. Sam replaced the gutters."),
+            {"roofing"},
+        )
+        self.assertEqual(
+            services("We paid another plumber, and Tom fixed the roof."), {"roofing"}
+        )
+        self.assertEqual(services("The plumber was great."), {"plumbing"})
+
+    def test_more_objects_of_another_trade(self) -> None:
+        """
+        The items of a list another trade worked on, and what its work was
+        for, are its objects.
+        """
+        self.assertEqual(services("They painted the trim and gutters."), {"painting"})
+        self.assertEqual(
+            more_services("Tom ran new wiring for the kitchen."), {"electrical"}
+        )
+        # for a job is for that job, which counts
+        self.assertEqual(
+            more_services("Tom ran new wiring for the kitchen remodel."),
+            {"electrical", "kitchen"},
+        )
+        self.assertEqual(
+            services("They painted the trim and replaced the gutters."),
+            {"painting", "roofing"},
+        )
+
+    def test_asked_about(self) -> None:
+        """What the customer only asked about is not the work."""
+        self.assertEqual(
+            services("While he fixed the outlet I asked him about our water heater."),
+            {"electrical"},
+        )
+
+    def test_short_name_with_a_letter_doubled(self) -> None:
+        """A short name is found with one letter written twice."""
+        self.assertEqual(technicians("Mikke fixed the furnace."), {"Michael Reyes"})
+        self.assertEqual(technicians("Mkie fixed the furnace."), set())
+        self.assertEqual(doubled("hana"), {"haana", "hanna", "hanaa"})

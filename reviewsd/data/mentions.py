@@ -4,6 +4,8 @@ Which technicians, services and places a text mentions.
 One matcher for search filters, insights and MCP lookups: names, aliases and
 keywords are found as whole words or phrases, case-insensitively, so that
 C{Dev} is not found in C{Devastated} and C{Mike R.} is found before a comma.
+The words of a phrase may be joined by a hyphen (C{dried-out}), and a
+phrasal verb's may hold a short object (C{dried it out}).
 
 A word is not always the trade it names, and a person is not always the
 technician, so a few rules of reading come on top:
@@ -15,22 +17,57 @@ technician, so a few rules of reading come on top:
   - a keyword that only qualifies another service's keyword names a place
     or a part, not the work: the C{kitchen faucet} is plumbing;
   - a keyword named as the place where something happened (C{the drain in
-    our bathroom}, C{paint on the carpet}), as what got damaged (C{flooded
-    our kitchen}, C{wet drywall}, C{now we have water damage}), as what
-    another service's work was done on (C{painted the kitchen}) or as an
-    item of a list another service heads (C{handyman day: shelves, a
-    faucet}) counts only when the text names no service outright or as
-    what failed (C{the toilet overflowed}), which in turn counts only when
-    no service is named outright;
-  - a service keyword's plural is found too (C{plumbers}, C{mini splits});
+    our bathroom}, C{paint on the carpet}, C{buckling by the sliding door}
+    unless it is new), as what got damaged (C{flooded our kitchen}, C{wet
+    drywall}, C{now we have water damage}), as what another service's work
+    was done on or for (C{painted the kitchen}, C{repainted the trim and
+    fascia}, C{a circuit for the kitchen island}) or as an item of a list
+    another service heads (C{handyman day: shelves, a faucet}) counts only
+    when the text names no service outright or as what failed (C{the
+    toilet overflowed}, C{the decking is rotten}), which in turn counts
+    only when no service is named outright; what a verb of work was done
+    on is no place (C{a great job on our deck}), unless the verb's subject
+    is a speck or a failure (C{not a speck got on our floors}, C{a pipe
+    let go under the vanity});
+  - a keyword also counts only when no service is named outright, or not
+    at all, when read as: a window of time (C{the 8-12 window}, C{the
+    window was 8-12}); a place where the crew only was (C{smoked on our
+    porch}); what water got into (C{the carpet was squishing again}),
+    unless new (C{new floors started buckling}); what was torn out (C{cut
+    the drywall back}, C{drywall cut out}); what only sat in the way (C{the
+    toilet sat in the hallway}); what the customer rented (C{rented fans
+    drying out the hallway}) or only asked about (C{asked him about our
+    water heater}); a stage of a larger job (C{the final coat of paint});
+    what work left behind (C{drywall dust}); a room where another trade
+    worked (C{the kitchen lighting}); a trade named in passing (C{an excuse
+    about the plumber}) or as another firm's (C{two roofers}, C{another
+    plumber}); harm done or its cause (C{it flooded our basement}, C{water
+    damage from their install}); a kind of part the service does not list
+    (C{the reversing valve}, where it lists C{shutoff valve});
+  - small jobs go to the catch-all service (the one called handyman): the
+    other trades of a sentence listing three jobs or more, one of them its
+    (C{fixed two sticking doors, patched a hole and tightened the
+    railing}), or three small fixes or more across three trades, are its
+    items; its own items (C{weatherstripping}) within another service's job
+    are that job's parts, unless the text names the catch-all itself;
+  - a keyword that several services list (C{burst pipe}) counts for those
+    of them another keyword names alone, when some are;
+  - a service keyword's plural is found too (C{plumbers}, C{mini splits}),
+    and a long plural keyword's singular (C{cabinet});
   - a name right after a word for the customer's own people (C{my neighbor
-    Mike}, C{Sam, my cousin}) is that person, throughout the text;
+    Mike}, C{Sam, my cousin}, C{our dog Rosa}, C{also named Tomasz}) is that
+    person, throughout the text, and so is a first name followed by a
+    surname its technician does not bear (C{Sam Smith});
+  - a place followed by a word for a street (C{Tigard Street}) is not the
+    place;
   - the first word of a technician's full name, when no other technician's
     name starts with it and it is no other term, is an alias too; a name or
     alias of L{TYPO_MIN} letters or more is found with one typing slip (a
     letter missing, extra, wrong or two swapped, never the first) when no
     other technician's is one slip away and the word is written with a
-    capital (or the whole text in lower case).
+    capital (or the whole text in lower case); a shorter one, of
+    L{DOUBLED_MIN} letters or more, with a letter written twice (C{Hanna}),
+    on the same terms.
 
 The rules cost a few microseconds a text: terms and word lists are matched
 as character tries, and the words before a keyword are read backwards,
@@ -62,7 +99,7 @@ class Found:
 
 NOTHING = Found(frozenset(), frozenset(), frozenset())
 
-MATCHING_REVISION = 2
+MATCHING_REVISION = 4
 """
 Raised whenever the rules below change what is found for the same terms:
 mentions cached under other rules are then found again.
@@ -124,6 +161,91 @@ EVERYDAY_SENSES = (
     "news outlet",
     "outlet mall",
     "baby shower",
+    "hit the roof",
+    "hits the roof",
+    "hitting the roof",
+    "raise the roof",
+    "raised the roof",
+    "roof of my mouth",
+    "window of opportunity",
+    "morning window",
+    "afternoon window",
+    "narrow window",
+    "tight window",
+    "flood of calls",
+    "flood of phone calls",
+    "flood of emails",
+    "flood of texts",
+    "flood of messages",
+    "flood of complaints",
+    "flood of reviews",
+    "flood of questions",
+    "flood of requests",
+    "flood of excuses",
+    "flood of apologies",
+    "in hot water",
+    "duct tape",
+    "duct-tape",
+    "duct taped",
+    "duct-taped",
+    "leaf blower",
+    "snow blower",
+    "top shelf",
+    "top-shelf",
+    "hinges on",
+    "hinged on",
+    "watching paint dry",
+    "watch paint dry",
+    "bridal shower",
+    "flooded with calls",
+    "flooded with requests",
+    "flooded with work",
+    "flooded with jobs",
+    "flooded with orders",
+    "flooded with emails",
+    "went down the drain",
+    "gone down the drain",
+    "going down the drain",
+    "tub of",
+    "restoration of my faith",
+    "restoration of faith",
+    "heating up",
+    "over the counter",
+    "behind the counter",
+    "at the counter",
+    "front counter",
+    "counter offer",
+    "counter-offer",
+    "permit counter",
+    "parts counter",
+    "service counter",
+    "checkout counter",
+    "sales counter",
+    # what heating costs, not work on it
+    "heating bill",
+    "heating bills",
+    "heating cost",
+    "heating costs",
+    "cooling bill",
+    "cooling bills",
+    "cooling costs",
+    "medicine cabinet",
+    "filing cabinet",
+    "file cabinet",
+    "liquor cabinet",
+    # a wash, not the fixture
+    "take a shower",
+    "took a shower",
+    "taking a shower",
+    "take showers",
+    "hot shower",
+    "hot showers",
+    "long shower",
+    "long showers",
+    "cold shower",
+    "cold showers",
+    "showers in a row",
+    "showers back to back",
     # things at a place, not the work on it
     "kitchen table",
     "porch light",
@@ -142,7 +264,9 @@ PEOPLE = (
     "dad father mom mum mother uncle aunt cousin nephew niece grandson "
     "granddaughter grandpa grandma grandfather grandmother boyfriend "
     "girlfriend fiance fiancé fiancee fiancée roommate landlord tenant realtor "
-    "agent inspector adjuster in-law"
+    "agent inspector adjuster in-law pastor kid kids grandkids stepson "
+    "stepdaughter stepdad stepmom godson goddaughter dog dogs cat cats puppy "
+    "pup kitten pet"
 ).split()
 
 #: Prepositions that name the place where something happened: a keyword
@@ -160,13 +284,17 @@ _WORK = (
     "opinion update updates progress started finished done did spent spend "
     "cost costs money help helped put puts putting got get gets getting went "
     "go goes going came come comes brought bring moved called call"
-).split()
+).split() + ["signed off", "sign off", "signs off", "signing off"]
+#: What comes before a verb of L{_WORK} when it is no work: "not a speck
+#: got on our floors", "a pipe let go under the vanity".
+_NOT_WORKERS = ("speck specks drop drops smudge smudges spot spots nothing let").split()
 #: Verbs whose object is what got damaged or spared, not the work: "the
 #: dishwasher flooded our kitchen", "saved our carpet".  A determiner must
 #: follow, so that "damaged drywall" (the work) is not one.
 _HARM = (
     "flooded soaked ruined damaged destroyed stained scratched dented gouged "
-    "chipped wrecked saved spared protected covered"
+    "chipped wrecked saved spared protected covered broke cracked smashed "
+    "shattered nicked punctured scuffed"
 ).split()
 #: Adjectives for what water got into: "wet drywall" is the damage, the
 #: restoration the work.
@@ -185,13 +313,144 @@ _AFTERMATH = "caused causing cause causes".split() + [
 ]
 #: A failure of the thing named, which is then the cause of the work:
 #: "after our toilet overflowed".
-_FAILED = "overflowed overflowing burst failed failing broke died quit".split() + [
+_FAILED = (
+    "overflowed overflowing burst failed failing broke died quit rotten rotted rotting"
+).split() + [
     "backed up",
     "backing up",
     "stopped working",
     "gave out",
     "sprang a leak",
+    "let go",
+    "stuck",
+    "gave way",
+    "froze",
+    "ruptured",
 ]
+#: Words for what water did, which name the restoration work only when
+#: nothing else is named: "water damage from their sloppy install".
+_DAMAGE = frozenset(
+    "flood flooding water damage mold mould leak leaks moisture".split()
+    + ["water damage"]
+)
+#: What was in the way of the work, or tidied after it, not the work: "cut
+#: the drywall back" after a flood, "wiped down the counters".
+_DEMOLISH = (
+    "cut removed pulled gutted demoed demolished stripped wiped vacuumed swept "
+    "mopped dusted tidied"
+).split() + [
+    "wiped down",
+    "wiped off",
+    "vacuumed up",
+    "vacuumed out",
+    "swept up",
+    "tore off",
+    "torn off",
+    "tearing off",
+    "cut out",
+    "cut away",
+    "tore out",
+    "torn out",
+    "tore up",
+    "torn up",
+    "ripped out",
+    "ripped up",
+    "pulled out",
+    "pulled up",
+    "hauled away",
+    "hauled out",
+]
+#: A stage of a larger job: "right up to the final paint".
+_STAGE = "last final".split()
+#: Verbs of being at a place, not of working on it: "the crew smoked on our
+#: porch", "left a hanger on our front door".
+_IDLE = (
+    "smoked smoking sat sitting stood standing waited waiting parked parking "
+    "left leaving dropped knocked knocking rang ate eating slept napped "
+    "lounged threw tossed dumped spat littered"
+).split()
+#: What a thing that got wet does: "the carpet was squishing again".
+_SOAKED = (
+    "squishes squishing squished squishy soaked sopping warped buckled "
+    "buckling ruined mildewed smells smelled stinks reeks"
+).split() + ["got wet", "was wet", "were wet", "is wet", "are wet"]
+#: What work leaves behind, not the work: "drywall dust on the counters".
+_MESS = (
+    "dust debris scraps mess splatter splatters drips overspray fumes residue "
+    "shavings chips flecks"
+).split()
+#: What things in the way of the work did: "our toilet spent two weeks
+#: sitting in the hallway".
+_PARKED = "sat sitting lay lying stored".split()
+#: Things torn out, said after them: "two feet of drywall cut out".
+_TORN = [
+    "cut out",
+    "cut back",
+    "cut away",
+    "torn out",
+    "torn off",
+    "torn up",
+    "ripped out",
+    "ripped up",
+    "ripped off",
+    "pulled out",
+    "pulled up",
+    "demoed",
+    "gutted",
+]
+#: Asking about a thing, which is no work on it: "asked him about our water
+#: heater".
+_ASKED_ABOUT = [
+    f"{asked}{whom} about"
+    for asked in "asked ask asking asks question questions".split()
+    for whom in ("", " him", " her", " them", " us", " me")
+]
+#: What the customer got in themselves: "had rented fans drying out the
+#: hallway".
+_OWN_DOING = "rented borrowed bought".split()
+#: Words before a trade's people that make them another firm's: "two
+#: roofers and a plumber couldn't find it", "we paid another plumber".
+_OTHER_FIRMS = "another other previous two three four several".split()
+#: Rooms, and the parts of a room that make a room word a place: "the
+#: kitchen lighting" is where the electrical work was.
+_ROOMS = frozenset(
+    "kitchen bathroom bath basement attic garage pantry laundry bedroom "
+    "closet hallway mudroom ensuite".split()
+    + ["powder room", "living room", "laundry room", "master bath"]
+)
+_ROOM_PARTS = (
+    "ceiling ceilings wall walls floor lighting light lights fan fans vent "
+    "vents exhaust door doors trim baseboard baseboards drawer drawers"
+).split()
+#: People of a trade, who are named in passing as often as for their work:
+#: "an excuse about cabinets or the plumber".
+_TRADES = frozenset(
+    "plumber plumbers electrician electricians painter painters roofer "
+    "roofers carpenter carpenters tiler tilers drywaller drywallers".split()
+)
+_PASSING = "or nor about for".split()
+#: The one service of a list of small jobs ("a handyman visit") and, among
+#: its keywords, those that say so rather than name an item of the list (a
+#: punch list is a stage of any larger job, so not one of them).
+_CATCH_ALL = "handyman"
+_LIST_WORDS = "handyman handymen honey do jobs repairs fixes tasks odd errands".split()
+#: Words that say which one, not what kind: "the old valve" is still the
+#: service's, "the reversing valve" of a heat pump another service's part.
+_WHICH = (
+    "old new leaky leaking dripping broken bad faulty stuck cracked corroded "
+    "rusted rusty main same other original existing busted failed burst "
+    "frozen copper galvanized pvc cpvc pex brass iron cast plastic water supply"
+).split()
+#: Words of a small fix, of which a list of jobs across trades that the
+#: catch-all service does has several.
+_SMALL_WORDS = (
+    "fixed patched tightened swapped adjusted hung repaired leaky "
+    "leaking dripping drippy loose wobbly squeaky sticking sticky little "
+    "small minor few couple broken"
+).split()
+_CONJUNCTIONS = (
+    "and but so then after when because since until before while if though although or"
+).split()
 _DETERMINER = "the our my his her their your a an this that its some".split()
 _FUNCTION = (
     "and or but then to of for with was were is are be been had has have it "
@@ -220,7 +479,7 @@ def _alternatives(node: dict[str, Any]) -> str:
     hundreds of terms cost little more than a few.
     """
     branches = [
-        (r"\s+" if key == " " else re.escape(key)) + _alternatives(child)
+        (r"[\s-]+" if key == " " else re.escape(key)) + _alternatives(child)
         for key, child in sorted(node.items())
         if key
     ]
@@ -252,28 +511,98 @@ _FREE_WORDS = (
 )
 _DETERMINED = rf"\s+{_backwards(_DETERMINER)}"
 _SIDELINE_BEFORE = re.compile(
-    rf"{_FREE_WORDS}(?:"
-    rf"(?:{_DETERMINED})?\s+{_backwards(_PLACE)}"
-    rf"(?:\s+(?P<work>{_backwards(_WORK)})(?![\w'-]))?"
+    rf"(?P<free>{_FREE_WORDS})(?:"
+    rf"(?:{_DETERMINED})?\s+(?:"
+    rf"(?:{_backwards(_PLACE)}|(?P<by>yb))"
+    rf"(?:\s+(?P<work>{_backwards(_WORK)})(?![\w'-])"
+    rf"(?!\s+{_backwards(_NOT_WORKERS)}(?![\w'-]))"
+    rf"|(?:\s+[\w'-]+){{0,2}}?\s+(?P<idle>{_backwards(_IDLE)})(?![\w'-]))?"
+    rf"|{_backwards(_AFTERMATH + _DEMOLISH + _OWN_DOING + _ASKED_ABOUT)})"
     rf"|{_DETERMINED}\s+{_backwards(_HARM)}"
-    rf"|(?:{_DETERMINED})?\s+{_backwards(_AFTERMATH)}"
     rf"|\s+{_backwards(_WET)}"
+    rf"|(?:\s+fo\s+s?taoc)?\s+{_backwards(_STAGE)}"
     rf")(?![\w-])"
 )
-_SIDELINE_AFTER = re.compile(rf"\s+(?:[\w'-]+\s+)?{_any(_FAILED)}(?!\w)")
+# up to four words between a thing and what it did, none of them starting
+# another clause: "a pipe under the upstairs bath let go"
+_BETWEEN_WORDS = rf"(?:\s+(?!{_any(_CONJUNCTIONS)}(?![\w'-]))[\w'-]+){{0,4}}?\s+"
+# what work left behind, right after the keyword ("drywall dust"); what
+# the thing did once wet ("the carpet was squishing"); or how it failed
+_SIDELINE_AFTER = re.compile(
+    rf"[\s-]+{_any(_MESS)}(?P<mess>)(?!\w)"
+    rf"|{_BETWEEN_WORDS}(?:(?:was|were|is|are|got|had)\s+)?"
+    rf"(?:(?P<soaked>{_any(_SOAKED)})|(?P<torn>{_any(_TORN)})"
+    rf"|(?P<parked>{_any(_PARKED)})|{_any(_FAILED)})(?!\w)"
+)
+# the work itself, gone wrong: "new floors started buckling"
+_NEW_BEFORE = re.compile(r"\s+wen(?![\w'])")
+# what a thing did ("the dishwasher flooded our kitchen") or was caused by
+# ("water damage from their install"): the harm, which may be the work
+_HARMED_AFTER = re.compile(
+    rf"\s+(?:{_any(_DETERMINER)}\s|from\s|because\s+of\s|due\s+to\s|caused\s+by\s)"
+)
+_ROOM_PART_AFTER = re.compile(rf"[\s-]+{_any(_ROOM_PARTS)}(?!\w)")
+_KIND_BEFORE = re.compile(
+    rf"\s+(?!{_backwards(_WHICH + _DETERMINER + _FUNCTION)}(?![\w'-]))[a-z]+(?![\w'-])"
+)
+_PASSING_BEFORE = re.compile(
+    rf"(?:(?:\s+{_backwards(_DETERMINER)})?\s+{_backwards(_PASSING)}"
+    rf"|\s+(?:{_backwards(_OTHER_FIRMS)}|\d+))(?![\w-])"
+)
 _PEOPLE_BEFORE = re.compile(
-    rf"\s*,?\s*(?:s')?(?:wal-ni-)?{_backwards(PEOPLE)}(?![\w-])"
+    rf"\s*,?\s*(?:s')?(?:wal-ni-)?"
+    rf"{_backwards([*PEOPLE, 'also named', 'also called', 'another'])}(?![\w-])"
 )
 _PEOPLE_AFTER = re.compile(
     rf"\s*(?:,|\(|-)\s*(?:{_any(_DETERMINER)}\s+)?{_any(PEOPLE)}(?!\w)"
 )
+# a window of time: "the 8-12 window", "a 4 hour window", "the 1pm window";
+# said after it: "the window was 8-12"
+_TIME_BEFORE = re.compile(
+    r"\s+(?:\d+\s*(?:-|–|ot)\s*\d+|(?:mp|ma|\.m\.p|\.m\.a|noon|ruoh|rh)(?![\w'])"
+    r"|\d+(?::\d+)?(?:mp|ma)|(?:ruoh|rh)[\s-]*[\w]+)"
+)
+_TIME_AFTER = re.compile(
+    r"\s+(?:was|is|of|from|between|being)\s+"
+    r"(?:\d{1,2}(?::\d\d)?\s*(?:-|–|to)\s*\d|\d{1,2}(?::\d\d)?\s*(?:am|pm|a\.m|p\.m))"
+)
+_STREET_AFTER = re.compile(
+    r"\s+(?:street|st|avenue|ave|road|rd|boulevard|blvd|highway|hwy|drive|dr|lane"
+    r"|ln|way|parkway|pkwy|court|ct|general electric|cement)(?![\w-])"
+)
+#: Capitalised words after a name that are no surname: a sentence whose
+#: full stop was left out ("Thanks Sam Great job"), a day.
+_NOT_SURNAMES = frozenset(
+    "great thanks thank very super highly best good awesome excellent amazing "
+    "would will can did came arrived fixed called from on in our my me us "
+    "monday tuesday wednesday thursday friday saturday sunday january "
+    "february march april may june july august september october november "
+    "december today yesterday tomorrow".split()
+)
+_CAPITALISED = re.compile(r" ([A-Z][a-z]+)(?![\w.-])")
 _BETWEEN_COMPOUND = re.compile(r"[\s-]*")
 _LIST = re.compile(r":\s")
 _SENTENCE_ENDS = (". ", "! ", "? ", "\n")
-_DETERMINER_BETWEEN = re.compile(rf"\s+{_any(_DETERMINER)}\s+")
+# between a service's keyword and what its work was done on or for: "painted
+# the kitchen", "repainted the exterior trim and fascia", "a circuit for the
+# kitchen island"
+_OBJECT_BETWEEN = re.compile(
+    rf"\s+(?:(?:off|outside|beside|behind|(?P<purpose>for))\s+)?{_any(_DETERMINER)}\s+"
+    rf"(?:(?:(?!{_any(_FUNCTION + _DETERMINER + _CONJUNCTIONS)}\s)[\w'-]+\s+){{0,3}}?"
+    rf"(?:and|&)\s+(?:{_any(_DETERMINER)}\s+)?)?"
+)
+# a job, not a place: "paint for the bathroom remodel" is for that job
+_WORK_NOUN = re.compile(
+    r"(?:[\w'-]+[\s-]+)?(?:remodel|remodeling|renovation|reno|install|installation"
+    r"|job|project|repair|repairs|replacement|build)(?!\w)"
+)
+_SMALL = re.compile(rf"(?<![\w'-]){_any(_SMALL_WORDS)}(?![\w'-])")
+_ITEM_SEPARATORS = re.compile(r",\s+(?:and\s+)?|\s+and\s+")
 
 #: A name this long or longer is found with one typing slip.
 TYPO_MIN = 6
+#: A shorter name this long or longer is found with a letter doubled.
+DOUBLED_MIN = 4
 
 _SERVICES = "services"
 _TECHNICIANS = "technicians"
@@ -324,6 +653,50 @@ def plural(term: str) -> str | None:
     return term + "s"
 
 
+def singular(term: str) -> str | None:
+    """
+    The singular of a keyword given in the plural, or None: only of a
+    long enough regular one (C{cabinets}: C{cabinet}), since a short one's
+    singular often has other senses (C{floors}, C{blinds}).
+    """
+    words = term.split()
+    last = words[-1] if words else ""
+    if (
+        len(last) < 7
+        or not last.isalpha()
+        or not last.islower()
+        or not last.endswith("s")
+        or last.endswith(("ss", "ves", "ies", "ses", "xes", "ches", "shes"))
+    ):
+        return None
+    return term[:-1]
+
+
+#: Particles of a phrasal verb, and the short objects that may come between
+#: verb and particle: "dried it out" is "dried out".
+_PARTICLES = "out up off down".split()
+_SHORT_OBJECTS = "it them everything".split()
+
+
+def separated(term: str) -> list[str]:
+    """
+    A two-word phrasal-verb keyword with a short object put between its
+    words (C{dried out}: C{dried it out}, C{dried them out}), or none.
+    """
+    words = term.split()
+    if len(words) != 2 or words[1].casefold() not in _PARTICLES:
+        return []
+    return [f"{words[0]} {o} {words[1]}" for o in _SHORT_OBJECTS]
+
+
+def doubled(word: str) -> set[str]:
+    """
+    The spellings of C{word} with one letter, not the first, written twice
+    (C{hana}: C{hanna}), the slip short names are found with.
+    """
+    return {word[:i] + word[i - 1 :] for i in range(2, len(word) + 1)}
+
+
 def slips(word: str) -> set[str]:
     """
     Every spelling one typing slip away from C{word} (lower case): a letter
@@ -367,9 +740,9 @@ class Matcher:
                 self._own(first, _TECHNICIANS, name)
         for service in business.services:
             for term in (service.name, *service.keywords):
-                more = plural(term)
-                if more is not None and fold(more) not in given:
-                    self._own(more, _SERVICES, service.id)
+                for more in (plural(term), singular(term), *separated(term)):
+                    if more is not None and fold(more) not in given:
+                        self._own(more, _SERVICES, service.id)
         for phrase in EVERYDAY_SENSES:
             self._owners.setdefault(fold(phrase), [])
         self._typos = _typos(self._owners)
@@ -385,6 +758,31 @@ class Matcher:
             (t.name, t.name) for t in business.technicians
         ) | self._index(
             (alias, t.name) for t in business.technicians for alias in t.aliases
+        )
+        # one-word keywords that end a longer keyword of their service
+        # ("valve": "shutoff valve"), with their plurals
+        heads = {
+            fold(term)
+            for service in business.services
+            for term in service.keywords
+            if " " not in term.strip()
+            and any(
+                fold(k).split()[-1:] == [fold(term)]
+                for k in service.keywords
+                if " " in k.strip()
+            )
+        }
+        self._heads = frozenset(
+            heads | {fold(p) for p in map(plural, heads) if p is not None}
+        )
+        catch_all = [s for s in business.services if _CATCH_ALL in fold(s.id + s.name)]
+        self._catch_all = frozenset(s.id for s in catch_all)
+        self._list_words = frozenset(
+            term
+            for s in catch_all
+            for term in self._owners
+            if s.id in self._terms[term][1]
+            and any(w in _LIST_WORDS for w in re.split(r"[\s-]+", term))
         )
         self.service_ids = self._index(
             (key, s.id) for s in business.services for key in (s.id, s.name)
@@ -420,9 +818,14 @@ class Matcher:
         if not spans:
             return NOTHING
         backwards = folded[::-1]
-        technicians = self._technicians(folded, backwards, spans)
+        technicians = self._technicians(text, folded, backwards, spans)
         services = self._services(folded, backwards, spans)
-        areas = {o for _, _, t in spans for o in self._terms[t][2]}
+        areas = {
+            o
+            for _, end, t in spans
+            if self._terms[t][2] and not _STREET_AFTER.match(folded, end, end + 20)
+            for o in self._terms[t][2]
+        }
         if not (technicians or services or areas):
             return NOTHING
         return Found(
@@ -447,6 +850,8 @@ class Matcher:
                 continue
             found = match.group(1)
             term = found if found in owners else fold(found)
+            if term not in owners and "-" in term:
+                term = fold(term.replace("-", " "))
             if term not in owners:
                 # a slip: casefolding must not have moved the offsets (ß)
                 if len(text) != len(folded) or not (
@@ -459,11 +864,15 @@ class Matcher:
         return spans
 
     def _technicians(
-        self, folded: str, backwards: str, spans: list[tuple[int, int, str]]
+        self,
+        text: str,
+        folded: str,
+        backwards: str,
+        spans: list[tuple[int, int, str]],
     ) -> set[str]:
         """
         The technicians named, less the names another person bears.
-        C{backwards} is C{folded} reversed.
+        C{folded} is C{text} casefolded, C{backwards} that reversed.
         """
         named: list[tuple[str, str]] = []
         others: set[str] = set()
@@ -473,12 +882,38 @@ class Matcher:
             if not owners:
                 continue
             back = len(folded) - start
-            if _PEOPLE_BEFORE.match(backwards, back, back + 40) or (
-                _PEOPLE_AFTER.match(folded, end, end + 40)
+            if (
+                _PEOPLE_BEFORE.match(backwards, back, back + 40)
+                or _PEOPLE_AFTER.match(folded, end, end + 40)
+                or self._other_surname(text, folded, end, term, owners)
             ):
                 others.add(term)
             named.extend((term, owner) for owner in owners)
         return {owner for term, owner in named if term not in others}
+
+    def _other_surname(
+        self, text: str, folded: str, end: int, term: str, owners: frozenset[str]
+    ) -> bool:
+        """
+        Whether the one-word name C{term}, ending at C{end}, is followed by a
+        surname none of its technicians bears, nor one slip from it: "Sam
+        Smith" is not Sam Whitfield.
+        """
+        if " " in term or len(text) != len(folded):
+            return False
+        after = _CAPITALISED.match(text, end, end + 40)
+        if after is None or text.istitle():
+            return False
+        word = after.group(1).casefold()
+        if (
+            word in self._terms
+            or word in _NOT_SURNAMES
+            or word in _FUNCTION
+            or word in _DETERMINER
+        ):
+            return False
+        surnames = {w for name in owners for w in fold(name).split()[1:]}
+        return not surnames or not any(word == s or word in slips(s) for s in surnames)
 
     def _services(
         self, folded: str, backwards: str, spans: list[tuple[int, int, str]]
@@ -487,14 +922,16 @@ class Matcher:
         The services named outright; failing those, the ones named as what
         failed; failing those, the ones named as places (or as what another
         service's work was done on, or as an item of another's list).  A
-        keyword that qualifies the next one counts for none.  C{backwards}
-        is C{folded} reversed.
+        keyword that qualifies the next one counts for none, nor does one
+        in an everyday sense or at a place where the crew only was.
+        C{backwards} is C{folded} reversed.
         """
-        # each keyword's services and how plainly it names them: 0 as a
-        # place, 1 as what failed, 2 outright
-        found: list[tuple[int, frozenset[str], int]] = []
+        # each keyword's services, how plainly it names them (-1 not at
+        # all, 0 as a place, 1 as what failed, 2 outright) and the keyword
+        found: list[tuple[int, frozenset[str], int, str]] = []
         terms = self._terms
         phrase = 0  # the first span of the run of adjacent terms at hand
+        shared = False  # whether a keyword is several services'
         for i, (start, end, term) in enumerate(spans):
             if i and not _BETWEEN_COMPOUND.fullmatch(folded, spans[i - 1][1], start):
                 phrase = i
@@ -511,26 +948,132 @@ class Matcher:
                 ):
                     continue
             first = spans[phrase][0]
-            plainness = _plainness(folded, backwards, first, end)
-            if plainness and phrase:
+            plainness = _plainness(folded, backwards, first, end, term)
+            if plainness == 2 and term in self._heads and first == start:
+                # a kind the service does not list: "the reversing valve"
+                back = len(folded) - start
+                if _KIND_BEFORE.match(backwards, back, back + 30):
+                    plainness = 1
+            if plainness > 0 and phrase:
                 # the object of another service's work: "painted the kitchen"
                 before, previous = spans[phrase - 1][1], spans[phrase - 1][2]
-                if terms[previous][1] - owners and _DETERMINER_BETWEEN.fullmatch(
-                    folded, before, first
+                between = _OBJECT_BETWEEN.fullmatch(folded, before, first)
+                if (
+                    terms[previous][1] - owners
+                    and between is not None
+                    and (
+                        between.group("purpose") is None
+                        or not _WORK_NOUN.match(folded, end - len(term.split()[-1]))
+                    )
                 ):
                     plainness = 0
-            found.append((start, owners, plainness))
+            found.append((start, owners, plainness, term))
+            shared = shared or len(owners) > 1
         if ": " in folded:
             found = _listed(folded, found)
+        catch_all = self._catch_all
+        if catch_all and len({o for _, o, p, _ in found if p >= 0}) >= 3:
+            found = _fixes(folded, found, catch_all)
+        if catch_all and any(p == 2 and o & catch_all for _, o, p, _ in found):
+            found = _small_jobs(folded, found, catch_all, self._list_words)
+        if shared:
+            found = _narrowed(found)
         named: tuple[set[str], set[str], set[str]] = (set(), set(), set())
-        for _, owners, plainness in found:
-            named[plainness].update(owners)
+        for _, owners, plainness, _ in found:
+            if plainness >= 0:
+                named[plainness].update(owners)
         return named[2] or named[1] or named[0]
 
 
+def _narrowed(
+    found: list[tuple[int, frozenset[str], int, str]],
+) -> list[tuple[int, frozenset[str], int, str]]:
+    """
+    C{found}, with a keyword several services list ("burst pipe") counted
+    for those of them that another keyword names alone, when some are: a
+    burst pipe in a text about mold is the restoration's.
+    """
+    alone = frozenset().union(*(o for _, o, p, _ in found if p >= 0 and len(o) == 1))
+    return [
+        (a, o & alone if len(o) > 1 and o & alone else o, p, t) for a, o, p, t in found
+    ]
+
+
+def _sentence(folded: str, at: int) -> tuple[int, int]:
+    """Where the sentence around C{folded[at]} starts and ends."""
+    head = max(map(folded.rfind, _SENTENCE_ENDS, repeat(0), repeat(at)))
+    tail = min(
+        (i for i in map(folded.find, _SENTENCE_ENDS, repeat(at)) if i >= 0),
+        default=len(folded),
+    )
+    return head, tail
+
+
+def _fixes(
+    folded: str,
+    found: list[tuple[int, frozenset[str], int, str]],
+    catch_all: frozenset[str],
+) -> list[tuple[int, frozenset[str], int, str]]:
+    """
+    C{found}, with a sentence that lists three small fixes or more across
+    three trades or more ("fixed a dripping faucet, swapped two outlets and
+    patched the drywall") read as a visit of the catch-all service.
+    """
+    done: set[int] = set()
+    for at, _, plainness, _ in found:
+        if plainness < 1 or at in done:
+            continue
+        head, tail = _sentence(folded, at)
+        inside = [f for f in found if head < f[0] < tail and f[2] >= 0]
+        done.update(f[0] for f in inside)
+        trades = {f[1] for f in inside}
+        if (
+            len(trades) >= 3
+            and len({f[1] for f in inside if f[2] >= 1}) >= 2
+            and not any(t & catch_all for t in trades)
+            and len(_ITEM_SEPARATORS.findall(folded, head, tail)) >= 2
+            and len(_SMALL.findall(folded, head, tail)) >= 2
+        ):
+            found = [
+                (a, o, min(p, 0) if head < a < tail else p, t) for a, o, p, t in found
+            ]
+            found.append((head + 1, catch_all, 2, ""))
+    return found
+
+
+def _small_jobs(
+    folded: str,
+    found: list[tuple[int, frozenset[str], int, str]],
+    catch_all: frozenset[str],
+    list_words: frozenset[str],
+) -> list[tuple[int, frozenset[str], int, str]]:
+    """
+    C{found}, read for a visit of small jobs: the other services of a
+    sentence that lists three jobs or more, one of them the catch-all
+    service's ("fixed two sticking doors, patched a hole and tightened the
+    railing"), are its items; and the catch-all's items named within
+    another service's job ("the weatherstripping seals tight" on a new
+    door) are parts of that job.
+    """
+    for at, owners, plainness, _ in found:
+        if plainness != 2 or not owners & catch_all:
+            continue
+        head, tail = _sentence(folded, at)
+        if len(_ITEM_SEPARATORS.findall(folded, head, tail)) >= 2:
+            found = [
+                (a, o, min(p, 0) if head < a < tail and not o & catch_all else p, t)
+                for a, o, p, t in found
+            ]
+    if any(p == 2 and not o & catch_all for _, o, p, _ in found) and not any(
+        p == 2 and o & catch_all and t in list_words for _, o, p, t in found
+    ):
+        found = [(a, o, min(p, 0) if o & catch_all else p, t) for a, o, p, t in found]
+    return found
+
+
 def _listed(
-    folded: str, found: list[tuple[int, frozenset[str], int]]
-) -> list[tuple[int, frozenset[str], int]]:
+    folded: str, found: list[tuple[int, frozenset[str], int, str]]
+) -> list[tuple[int, frozenset[str], int, str]]:
     """
     C{found}, with the services of the items of a list that a service
     named outright heads ("a handyman day: shelves, a faucet, the tub";
@@ -547,32 +1090,70 @@ def _listed(
             default=len(folded),
         )
         job = frozenset().union(
-            *(o for at, o, plain in found if head < at < colon.start() and plain == 2)
+            *(
+                o
+                for at, o, plain, _ in found
+                if head < at < colon.start() and plain == 2
+            )
         )
         if job:
             found = [
                 (
                     at,
                     owners,
-                    0 if colon.end() <= at < tail and not owners & job else plain,
+                    min(plain, 0)
+                    if colon.end() <= at < tail and not owners & job
+                    else plain,
+                    term,
                 )
-                for at, owners, plain in found
+                for at, owners, plain, term in found
             ]
     return found
 
 
-def _plainness(folded: str, backwards: str, start: int, end: int) -> int:
+def _plainness(folded: str, backwards: str, start: int, end: int, term: str) -> int:
     """
-    How plainly the keyword at C{folded[start:end]} names the work: 0 when
-    named as a place, what got damaged or what the customer was left with;
-    1 when as what failed (the cause of the work, which may be the work);
-    2 otherwise.
+    How plainly the keyword C{term} at C{folded[start:end]} names the work:
+    -1 not at all (an everyday sense, a place where the crew only was); 0
+    when named as a place, what got damaged or wet, what was torn out, a
+    stage of a larger job, a trade in passing or what the customer was left
+    with; 1 when as what failed (the cause of the work, which may be the
+    work); 2 otherwise.
     """
     back = len(folded) - start
+    if term == "window" and (
+        _TIME_BEFORE.match(backwards, back, back + 20)
+        or _TIME_AFTER.match(folded, end, end + 20)
+    ):
+        return -1
     before = _SIDELINE_BEFORE.match(backwards, back, back + 60)
-    if before is not None and before.group("work") is None:
+    if (
+        before is not None
+        and before.group("work") is None
+        and (before.group("by") is None or "wen" not in before.group("free"))
+    ):
+        if before.group("idle") is not None and "wen" not in before.group("free"):
+            return -1
         return 0
-    return 1 if _SIDELINE_AFTER.match(folded, end, end + 40) else 2
+    after = _SIDELINE_AFTER.match(folded, end, end + 60)
+    if (
+        after is not None
+        and after.lastgroup in (None, "soaked")
+        and _NEW_BEFORE.match(backwards, back, back + 5)
+    ):
+        after = None  # the new work itself gone wrong
+    if (
+        (after is not None and after.lastgroup is not None)
+        or (term in _ROOMS and _ROOM_PART_AFTER.match(folded, end, end + 20))
+        or (term in _TRADES and _PASSING_BEFORE.match(backwards, back, back + 20))
+    ):
+        return 0
+    if after is not None or (
+        (term in _HARM or term in _DAMAGE)
+        and _HARMED_AFTER.match(folded, end, end + 12)
+    ):
+        return 1
+    return 2
 
 
 def _first_names(business: Business) -> list[tuple[str, str]]:
@@ -594,10 +1175,10 @@ def _typos(owners: dict[str, list[tuple[str, str]]]) -> dict[str, str]:
     claims: dict[str, set[tuple[str, str]]] = {}
     for term, kinds in owners.items():
         names = {o for k, o in kinds if k == _TECHNICIANS}
-        if len(names) != 1 or len(term) < TYPO_MIN or not term.isalpha():
+        if len(names) != 1 or len(term) < DOUBLED_MIN or not term.isalpha():
             continue
         (name,) = names
-        for slip in slips(term):
+        for slip in slips(term) if len(term) >= TYPO_MIN else doubled(term):
             claims.setdefault(slip, set()).add((term, name))
     return {
         slip: min(terms)[0]
