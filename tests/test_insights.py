@@ -24,7 +24,7 @@ from reviewsd.data.model import (
 )
 from reviewsd.data.overlay import InsightsOverlayError, apply_overlay, check_overlay
 from reviewsd.insights import INSIGHTS_VERSION, ReviewCache, derive_insights
-from reviewsd.insights.analysis import Analysis, analyse
+from reviewsd.insights.analysis import Analyser, Analysis, analyse
 from reviewsd.insights.cache import from_stored, to_stored
 from reviewsd.insights.data import ASPECTS
 from reviewsd.insights.sentiment import label
@@ -720,13 +720,14 @@ class CacheTests(SynchronousTestCase):
             '"p":[["cost_overrun",[[-0.4588,["final bill","bill was higher"]]]],'
             '["mess_left_behind",[[-0.4588,["left a mess"]]]]],"q":[["Dev was '
             'right on time and did a great job on the new shower.",0.7845,'
-            '["punctuality","workmanship"]]]}'
+            '["punctuality","workmanship"]]],"e":[0.7845,-0.4588]}'
         )
         analysis = analyse(text)
         self.assertEqual(to_stored(analysis), stored)
         self.assertEqual(from_stored(stored), analysis)
         self.assertEqual(analysis.score, 0.0385)
         self.assertEqual(analysis.sentence_scores, [0.7845, -0.4588])
+        self.assertEqual(analysis.extremes, (0.7845, -0.4588))
         self.assertEqual(
             analysis.aspects[1],
             ("pricing", -0.4588, ("bill was higher", "higher than the quote")),
@@ -1216,6 +1217,423 @@ class ReadingTests(SynchronousTestCase):
             ]
         )
 
+    def test_wordings_of_calls_and_delays(self) -> None:
+        """
+        Silence after a promise, chasing, quick answers; start dates that
+        move, jobs that take several visits, work kept on the plan.
+        """
+        self.check(
+            [
+                (
+                    "We left four voicemails and two emails about the warranty, "
+                    "then nothing. They stopped answering once the check cleared.",
+                    1,
+                    "negative",
+                    {"responsiveness": "negative"},
+                ),
+                (
+                    "Got an actual person on a Sunday night, and the tech was "
+                    "here before midnight.",
+                    5,
+                    "positive",
+                    {"responsiveness": "positive"},
+                ),
+                (
+                    "Three different start dates, none kept, and they bumped us "
+                    "another week after that.",
+                    2,
+                    "negative",
+                    {"scheduling": "negative"},
+                ),
+                (
+                    "What was supposed to be a two day job took three visits "
+                    "because the parts were never on the truck.",
+                    2,
+                    "negative",
+                    {"scheduling": "negative"},
+                ),
+                (
+                    "They kept the whole remodel on the timeline they gave us and "
+                    "were packing up by 3 on the last day.",
+                    5,
+                    "positive",
+                    {"scheduling": "positive"},
+                ),
+                (
+                    "Swapped our water heater in under two hours flat.",
+                    5,
+                    "positive",
+                    {"scheduling": "positive"},
+                ),
+                (
+                    "Showed up at 8 sharp every morning, like clockwork.",
+                    5,
+                    "positive",
+                    {"punctuality": "positive"},
+                ),
+                (
+                    "The office told us to expect him between 8 and 10 and he "
+                    "rolled in at noon.",
+                    2,
+                    "negative",
+                    {"punctuality": "negative"},
+                ),
+                (
+                    "We only found out about the delay when we called, and every "
+                    "time we got a different answer.",
+                    1,
+                    "negative",
+                    {"communication": "negative", "scheduling": "negative"},
+                ),
+                (
+                    "Nobody picked up the phone at the office all week.",
+                    1,
+                    "negative",
+                    {"responsiveness": "negative"},
+                ),
+            ]
+        )
+
+    def test_wordings_of_results_and_know_how(self) -> None:
+        """
+        Results told as a change or a comparison, faults in the present
+        tense, a cause traced or guessed at.
+        """
+        self.check(
+            [
+                (
+                    "Two winters in, the new furnace hasn't skipped a beat, and "
+                    "the upstairs is noticeably warmer.",
+                    5,
+                    "positive",
+                    {"workmanship": "positive"},
+                ),
+                (
+                    "The patch is practically invisible and the finish is smooth "
+                    "as glass.",
+                    5,
+                    "positive",
+                    {"workmanship": "positive"},
+                ),
+                (
+                    "The caulk around the tub is pulling away and the tiles sound "
+                    "hollow.",
+                    2,
+                    "negative",
+                    {"workmanship": "negative"},
+                ),
+                (
+                    "She traced the tripping breaker to a nicked wire in the attic "
+                    "within minutes.",
+                    5,
+                    "positive",
+                    {"technical_knowledge": "positive"},
+                ),
+                (
+                    "The first tech was guessing and swapped parts before figuring "
+                    "out it was the thermostat.",
+                    1,
+                    "negative",
+                    {"technical_knowledge": "negative"},
+                ),
+            ]
+        )
+
+    def test_wordings_of_site_money_and_trust(self) -> None:
+        """
+        The site protected or left dirty, bills under the quote or padded,
+        what was not sold, manners when something went wrong; a plain
+        report of the work marks nothing.
+        """
+        self.check(
+            [
+                (
+                    "They hung plastic over the doorways and left the rooms "
+                    "cleaner than before they started.",
+                    5,
+                    "positive",
+                    {"cleanliness": "positive"},
+                ),
+                (
+                    "The final bill came in $300 under the quote, and he waived "
+                    "the trip charge.",
+                    5,
+                    "positive",
+                    {"pricing": "positive"},
+                ),
+                (
+                    "Winced at the price, then they tacked on another $250 for "
+                    "disposal.",
+                    2,
+                    "negative",
+                    {"pricing": "negative"},
+                ),
+                (
+                    "He told us only the one valve really needed replacing, the "
+                    "opposite of an upsell.",
+                    5,
+                    "positive",
+                    {"honesty": "positive"},
+                ),
+                (
+                    "The invoice listed a permit they never pulled.",
+                    1,
+                    "negative",
+                    {"honesty": "negative", "pricing": "negative"},
+                ),
+                ("They replaced the water heater in March.", 5, "neutral", {}),
+                (
+                    "He said he'd be back on Friday to finish the trim.",
+                    4,
+                    "neutral",
+                    {},
+                ),
+            ]
+        )
+
+
+class CueWordingTests(SynchronousTestCase):
+    """
+    The cues find an aspect in the many ways people
+    word it, with its polarity, and not in look-alikes: each case is (text,
+    aspect, +1 or -1 for its polarity, 0 for not found).
+    """
+
+    analyser = Analyser()
+
+    def check(self, cases: list[tuple[str, str, int]]) -> None:
+        for text, aspect, sign in cases:
+            found = {a: score for a, score, _ in self.analyser.analyse(text).aspects}
+            if sign == 0:
+                self.assertNotIn(aspect, found, text)
+            else:
+                self.assertIn(aspect, found, text)
+                self.assertEqual(found[aspect] > 0, sign > 0, text)
+
+    def test_notice_and_being_told(self) -> None:
+        """Warned ahead by phone or text, asked before deciding; or not told."""
+        self.check(
+            [
+                ("She texted when she was 20 minutes out.", "communication", 1),
+                ("He always calls if he's running late.", "communication", 1),
+                (
+                    "The office phoned the evening before to confirm.",
+                    "communication",
+                    1,
+                ),
+                (
+                    "Dev called from the store to ask which faucet we wanted.",
+                    "communication",
+                    1,
+                ),
+                (
+                    "He walked my dad through the new thermostat twice.",
+                    "communication",
+                    1,
+                ),
+                (
+                    "I only found out the crew wasn't coming when I called the office.",
+                    "communication",
+                    -1,
+                ),
+                ("Not a single word about the extra fee.", "communication", -1),
+                ("Nobody could tell me why the bill doubled.", "communication", -1),
+                (
+                    "They rescheduled with less than a day's notice.",
+                    "communication",
+                    -1,
+                ),
+            ]
+        )
+
+    def test_coming_and_chasing(self) -> None:
+        """Coming at short notice or within minutes; weeks of chasing."""
+        self.check(
+            [
+                (
+                    "They came out on a day's notice during the heat wave.",
+                    "responsiveness",
+                    1,
+                ),
+                ("Had a tech at the door in 30 minutes.", "responsiveness", 1),
+                (
+                    "It took three weeks and a dozen phone calls to get them back.",
+                    "responsiveness",
+                    -1,
+                ),
+                ("Two weeks of silence after the deposit.", "responsiveness", -1),
+                ("My emails take days to get answered.", "responsiveness", -1),
+                (
+                    "It took forever to get back to me about the tile.",
+                    "responsiveness",
+                    -1,
+                ),
+                ("It took forever to get back to me about the tile.", "scheduling", 0),
+            ]
+        )
+
+    def test_time_and_duration(self) -> None:
+        """Arriving at the time said; a job quick or long, a wait in months."""
+        self.check(
+            [
+                ("He showed up at 8:00 exactly like he said.", "punctuality", 1),
+                ("The crew walked in right when the schedule said.", "punctuality", 1),
+                ("Six weeks for a simple bathroom.", "scheduling", -1),
+                ("It's been two months and the deck isn't done.", "scheduling", -1),
+                ("We waited from March until July.", "scheduling", -1),
+                ("The install took a single day.", "scheduling", 1),
+                ("He rewired the kitchen in one afternoon.", "scheduling", 1),
+                (
+                    "They quoted 2 weeks for the install and finished early.",
+                    "scheduling",
+                    1,
+                ),
+                (
+                    "It's been two weeks since the install and no leaks.",
+                    "scheduling",
+                    0,
+                ),
+            ]
+        )
+
+    def test_know_how_and_trust(self) -> None:
+        """
+        Knowing better than others or never having done it; talking the
+        customer out of spending, or selling by fear.
+        """
+        self.check(
+            [
+                (
+                    "She knew the electrical code better than the inspector.",
+                    "technical_knowledge",
+                    1,
+                ),
+                (
+                    "He had clearly never installed a heat pump before.",
+                    "technical_knowledge",
+                    -1,
+                ),
+                ("We had never done a remodel before.", "technical_knowledge", 0),
+                ("They talked me out of a new roof.", "honesty", 1),
+                ("Never once pushed us toward the expensive option.", "honesty", 1),
+                ("He told us to keep our money and patch it.", "honesty", 1),
+                ("Kept pitching a whole-house filter after I said no.", "honesty", -1),
+                (
+                    "The other company found nothing wrong with the furnace.",
+                    "honesty",
+                    -1,
+                ),
+                (
+                    "He was quick to say the whole panel needed replacing.",
+                    "honesty",
+                    -1,
+                ),
+                ("We're both pushing seventy.", "honesty", 0),
+                ("The downspout was lying in the yard.", "honesty", 0),
+            ]
+        )
+
+    def test_manners(self) -> None:
+        """Talking down, eye-rolling, no apology; a lovely person to deal with."""
+        self.check(
+            [
+                ("He talked to my wife like she was a child.", "professionalism", -1),
+                ("The tech rolled his eyes at my questions.", "professionalism", -1),
+                ("Nobody apologized for the mess.", "professionalism", -1),
+                ("Rosa was lovely.", "professionalism", 1),
+                ("Hana is a gem!", "professionalism", 0),
+            ]
+        )
+
+    def test_results_site_and_money(self) -> None:
+        """
+        Results enjoyed or failing without a sentiment word, the site kept or
+        left, money said as sums.
+        """
+        self.check(
+            [
+                ("The bedroom is finally warm.", "workmanship", 1),
+                ("You can't even see where the patch was.", "workmanship", 1),
+                ("The shower doesn't leak anymore.", "workmanship", 1),
+                ("The new door jams every other day.", "workmanship", -1),
+                ("There's a crack in our brand new countertop.", "workmanship", -1),
+                ("Thanks for the brand new crack in the tub.", "workmanship", -1),
+                ("The floor started cupping within a month.", "workmanship", -1),
+                ("Look elsewhere.", "workmanship", 0),
+                ("He swept up after himself every day.", "cleanliness", 1),
+                ("They vacuumed every night before leaving.", "cleanliness", 1),
+                ("I had to sweep up nails for a week.", "cleanliness", -1),
+                ("Quoted $300, the bill came to $650.", "pricing", -1),
+                ("$150 instead of the $2,000 the other guy quoted.", "pricing", 1),
+                ("Billed us for all four hours of him on the phone.", "pricing", -1),
+                ("Worth every cent.", "pricing", 1),
+                ("Price was right.", "pricing", 1),
+                ("Our heating bill dropped by a third.", "pricing", 0),
+            ]
+        )
+
+    def test_more_ways_to_say_it(self) -> None:
+        """The same families in other words, and look-alikes that are none."""
+        self.check(
+            [
+                ("They always text the morning of with an ETA.", "communication", 1),
+                ("Got a call 30 minutes before they arrived.", "communication", 1),
+                ("The office sent a reminder the day before.", "communication", 1),
+                (
+                    "He phoned to say he was running 20 minutes behind.",
+                    "communication",
+                    1,
+                ),
+                ("Every call got the same answer: next week.", "communication", -1),
+                ("A month of unanswered emails.", "responsiveness", -1),
+                ("Showed up right on schedule.", "punctuality", 1),
+                (
+                    "He told me not to waste money on a new unit.",
+                    "honesty",
+                    1,
+                ),
+                ("Kept pushing the premium package after we said no.", "honesty", -1),
+                ("He was short with me on the phone.", "professionalism", -1),
+                ("The basement has stayed dry through two winters.", "workmanship", 1),
+                ("Windows are not drafty anymore.", "workmanship", 1),
+                ("Booties on every time they came in.", "cleanliness", 1),
+                (
+                    "The guy had obviously never worked on a boiler before.",
+                    "technical_knowledge",
+                    -1,
+                ),
+                ("It's been three years and it still looks great.", "scheduling", 0),
+                ("The stain disappeared after one coat.", "scheduling", 0),
+                ("He pitched the roof perfectly.", "honesty", 0),
+                (
+                    "I know better than to hire the cheapest guy.",
+                    "technical_knowledge",
+                    0,
+                ),
+                ("I can't find anyone else who does this.", "workmanship", 0),
+                ("The best part was the price.", "workmanship", 0),
+                ("They started to lift the old floor on Monday.", "workmanship", 0),
+                (
+                    "No pressure to pick the more expensive option.",
+                    "pricing",
+                    0,
+                ),
+                ("Left the shutoff half closed.", "workmanship", -1),
+                ("It took two weeks to hear anything back.", "responsiveness", -1),
+                ("It took two weeks to hear anything back.", "scheduling", 0),
+                (
+                    "Sent a text when the tech was on his way.",
+                    "communication",
+                    1,
+                ),
+                ("We had no idea when they'd be back.", "communication", -1),
+                ("Our start date got pushed three times.", "scheduling", -1),
+                ("He was upfront about what it would cost.", "honesty", 1),
+                ("Felt like they were making up problems.", "honesty", -1),
+                ("Water pressure is great now.", "workmanship", 1),
+            ]
+        )
+
 
 class PhraseTests(SynchronousTestCase):
     def test_no_fragments(self) -> None:
@@ -1339,6 +1757,21 @@ class PatternSetTests(SynchronousTestCase):
         self.assertEqual(
             beginnings("(?:leak|drip)s? again"),
             {"leak a", "leaks ", "drip a", "drips "},
+        )
+
+    def test_top_level_alternation(self) -> None:
+        """
+        A pattern of alternatives at its top level begins as any of them
+        does, and each is found, not only the first.
+        """
+        from reviewsd.insights.patterns import PatternSet, beginnings
+
+        self.assertEqual(beginnings("still nothing|nothing back"), {"still ", "nothin"})
+        self.assertEqual(beginnings("ab|(?:cd|ef)g"), {"ab", "cdg", "efg"})
+        sources = [f"word{i}" for i in range(10)] + ["still nothing|nothing back"]
+        self.assertEqual(
+            list(PatternSet(sources).finditer("we got nothing back at all")),
+            [(7, 19, 10)],
         )
 
 

@@ -33,7 +33,7 @@ from reviewsd.insights.sentiment import (
 from reviewsd.insights.text import Words, normalise, split_sentences
 
 #: Bumped when this module's output changes for the same text.
-ANALYSIS_REVISION = 2
+ANALYSIS_REVISION = 4
 
 #: What a cached analysis is valid for: this code, the data files and VADER.
 ENGINE_VERSION = f"{ANALYSIS_REVISION}-{DATA_DIGEST[:16]}-vader-{VADER_VERSION}"
@@ -105,6 +105,9 @@ class Analysis(NamedTuple):
         cues, in text order.
     @ivar quotes: sentences of 30 to 120 characters scoring at least 0.5,
         best first, at most three.
+    @ivar extremes: the highest and the lowest score of any segment, at
+        least and at most 0: whether the text praises, blames or both, and
+        how strongly (L{reviewsd.insights.verdict} reads them).
     """
 
     score: float | None
@@ -113,6 +116,7 @@ class Analysis(NamedTuple):
     topics: tuple[str, ...]
     problems: Sequence[ProblemMention]
     quotes: tuple[Quote, ...]
+    extremes: tuple[float, float]
 
 
 def _quote_rank(quote: Quote) -> tuple[float, int, str]:
@@ -218,6 +222,10 @@ class Analyser:
             topics=tuple(sorted(topics)),
             problems=[[problem, problems[problem]] for problem in sorted(problems)],
             quotes=tuple(quotes[:QUOTES_PER_REVIEW]),
+            extremes=(
+                max([0.0, *(x for sentence in sentences for x in sentence.scores)]),
+                min([0.0, *(x for sentence in sentences for x in sentence.scores)]),
+            ),
         )
 
     def _sentence(self, sentence: str) -> _Sentence:

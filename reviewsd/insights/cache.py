@@ -49,7 +49,7 @@ for every review.
 NOTHING: Mentions = ((), (), ())
 
 #: Bumped when the tables or the stored form of an analysis change.
-_SCHEMA = 1
+_SCHEMA = 2
 _MENTION_KEYS = ("technicians", "services", "areas")
 
 
@@ -60,7 +60,8 @@ def to_stored(analysis: Analysis) -> str:
     sentence_scores; C{"a"}: aspects, C{[[id, score, [phrase, ...]], ...]};
     C{"t"}: topics; C{"p"}: problems, C{[[id, [[compound, [phrase, ...]],
     ...]], ...]}; C{"q"}: quotes, C{[[sentence, compound, [aspect id,
-    ...]], ...]}.  L{from_stored} reads it back.
+    ...]], ...]}; C{"e"}: extremes, C{[highest, lowest]}.  L{from_stored}
+    reads it back.
     """
     return _to_json(
         {
@@ -70,6 +71,7 @@ def to_stored(analysis: Analysis) -> str:
             "t": analysis.topics,
             "p": analysis.problems,
             "q": analysis.quotes,
+            "e": analysis.extremes,
         }
     )
 
@@ -105,9 +107,17 @@ def from_stored(stored: str) -> Analysis:
                     for sentence, compound, aspect_ids in value["q"]
                 ]
             ),
+            _extremes(value["e"]),
         )
     except (TypeError, KeyError, ValueError) as e:
         raise ValueError(f"not an analysis: {e}") from e
+
+
+def _extremes(value: Any) -> tuple[float, float]:
+    highest, lowest = value
+    if not isinstance(highest, (int, float)) or not isinstance(lowest, (int, float)):
+        raise ValueError("extremes must be numbers")
+    return (highest, lowest)
 
 
 def text_hash(text: str) -> str:

@@ -23,9 +23,13 @@ topic or problem when it holds one of the cues of C{aspects.json},
 C{topics.json}, C{problems.json} or C{outcomes.json} as whole words; an
 aspect counts for a review only where its clause carries an opinion, and
 its score is the weighted mean of those clauses' scores, not the review's.
-The stars are evidence for what the text leaves open
-(L{reviewsd.insights.sentiment.with_stars}): a score strictly between
--0.15 and 0.15, not 0, takes the side of 4-5 stars or 1-2 stars.
+A review's label weighs its text and its stars
+(L{reviewsd.insights.verdict}): a text without any opinion is neutral, a
+clear one-sided text keeps its own label, and the others are labelled by
+a small logistic regression over the text's features and the stars,
+trained on labelled reviews; the review's score then takes the label's
+side.  An aspect's score strictly between -0.15 and 0.15, not 0, takes the
+side of 4-5 stars or 1-2 stars (L{reviewsd.insights.sentiment.with_stars}).
 Technicians, services and service areas are found by
 L{reviewsd.data.mentions.Matcher}.
 
@@ -165,6 +169,7 @@ from reviewsd.insights.sentiment import (
 )
 from reviewsd.insights.tally import Memo, Tally, exact_mean, pct
 from reviewsd.insights.temporal import TREND_RULE, monthly, trend
+from reviewsd.insights.verdict import model as verdict_model
 from reviewsd.memory import paused
 
 #: Schema version of the document; bumped when the taxonomy changes.
@@ -174,7 +179,8 @@ MODEL = (
     f"reviewsd-lexicon/{INSIGHTS_VERSION} (clauses + vaderSentiment {VADER_VERSION} "
     f"+ domain lexicon v{VERSIONS['sentiment_lexicon.json']} + implicit outcomes "
     f"v{VERSIONS['outcomes.json']}; aspect taxonomy v{VERSIONS['aspects.json']}, "
-    f"topics v{VERSIONS['topics.json']}, problems v{VERSIONS['problems.json']})"
+    f"topics v{VERSIONS['topics.json']}, problems v{VERSIONS['problems.json']}; "
+    f"review verdict v{verdict_model().version})"
 )
 
 METHOD = {
@@ -198,12 +204,19 @@ METHOD = {
         "average these over the reviews."
     ),
     "stars": (
-        f"The stars are evidence only where the text leaves the verdict open "
-        f"(a score between -{OPEN} and {OPEN}, not 0: faint words such as "
-        f"'fine', praise and complaint of equal weight, a bare outcome): it "
-        f"then takes the side of 4-5 stars (positive) or 1-2 (negative). A "
-        f"text without any opinion stays neutral, and a clear one keeps its "
-        f"sign, whatever the stars."
+        f"A review's label weighs its text and its stars. A text without any "
+        f"opinion is neutral, and a clear one (a score at least {OPEN} from 0, "
+        f"every sentence on its side, no clause against it) keeps its own "
+        f"label, whatever the stars. The others (faint words such as 'fine', "
+        f"praise and complaint together, sarcasm, sentences the lexicon reads "
+        f"no opinion in) are labelled by a multinomial logistic regression "
+        f"over the star rating and the text's features (its score by side, "
+        f"praise and blame together, the share of sentences without an "
+        f"opinion, the kinds of problem named) crossed with the stars, fitted "
+        f"on hand-labelled reviews the lexicon was not written against "
+        f"(verdict.json); the review's score then takes the label's side. An "
+        f"aspect's score between -{OPEN} and {OPEN}, not 0, takes the side of "
+        f"4-5 stars (positive) or 1-2 (negative)."
     ),
     "rating_only": (
         "Reviews without text count for ratings and monthly figures but have "

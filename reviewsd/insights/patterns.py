@@ -114,9 +114,12 @@ def _set_members(body: str) -> set[str] | None:
 def beginnings(source: str) -> set[str] | None:
     """
     The literal texts every match of C{source} begins with (one of them),
-    or C{None} when a match may begin with anything.
+    or C{None} when a match may begin with anything.  A top-level
+    alternation (C{"a|b"}) begins as any of its alternatives does.
     """
-    found = _read(source, frozenset({""}))
+    found = frozenset().union(
+        *(_read(a, frozenset({""})) for a in _alternatives(source))
+    )
     if "" in found or len(found) > _MAX_BEGINNINGS:
         return None
     return set(found)

@@ -11,8 +11,10 @@ lexicon, so VADER's own rules (negation, boosters, capitals, punctuation)
 apply to them; emoji add their valence afterwards.
 
 Labels use VADER's standard thresholds: positive at C{compound >= 0.05},
-negative at C{compound <= -0.05}, neutral between.  The stars are evidence
-only where the text leaves the verdict open (L{with_stars}).
+negative at C{compound <= -0.05}, neutral between.  A review's label weighs
+its text and its stars in L{reviewsd.insights.verdict}; an aspect's score
+takes the stars as evidence only where it leaves the verdict open
+(L{with_stars}).
 """
 
 from __future__ import annotations
@@ -62,11 +64,12 @@ OPEN = 0.15
 
 def with_stars(score: float | None, rating: int) -> float | None:
     """
-    A text's score with its star rating as evidence: a score that leaves
-    the verdict open (0 < |score| < L{OPEN}) takes the side of the stars,
-    positive at 4-5 and negative at 1-2, keeping at least the magnitude
-    of a label; 3 stars leave it as it is.  A text with no opinion at all
-    (0) stays neutral, and a clear one keeps its sign, whatever the stars.
+    A score (an aspect's, in a review) with the review's star rating as
+    evidence: a score that leaves the verdict open (0 < |score| < L{OPEN})
+    takes the side of the stars, positive at 4-5 and negative at 1-2,
+    keeping at least the magnitude of a label; 3 stars leave it as it is.
+    No opinion at all (0) stays neutral, and a clear one keeps its sign,
+    whatever the stars.
     """
     if score is None or not score or abs(score) >= OPEN or rating == 3:
         return score
@@ -171,10 +174,12 @@ class SentenceScorer:
         at = start
         replacements = self._replacements
         for first, last, index in matches:
-            if first >= start and last <= stop:
+            # a match running on into the next clause ("told 8 weeks and it
+            # took 13") counts in the clause where it begins
+            if start <= first < stop and first >= at:
                 pieces.append(sentence[at:first])
                 pieces.append(replacements[index])
-                at = last
+                at = min(last, stop)
         pieces.append(sentence[at:stop])
         return "".join(pieces)
 

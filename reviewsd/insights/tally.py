@@ -32,6 +32,7 @@ from reviewsd.insights.sentiment import (
     with_stars,
 )
 from reviewsd.insights.temporal import MonthTally, month_key
+from reviewsd.insights.verdict import model
 
 EXAMPLES = 5
 #: Top phrases come from the newest mentions only, at most this many per
@@ -79,8 +80,8 @@ class Memo:
     What one review contributes, for one rating: the parts of its analysis
     that a pass adds up, the very tuples the analysis holds.
 
-    @ivar score: the review's score, the stars as evidence where the text
-        leaves it open (L{with_stars}).
+    @ivar score: the review's score, on the side of its verdict: the text
+        and the stars weighed by the trained model (L{model}).
     @ivar aspects: as L{Analysis.aspects}, the stars as evidence for the
         open ones (L{rated_aspects}).
     @ivar problems: C{(problem id, phrases)} for each kind of complaint
@@ -107,7 +108,7 @@ class Memo:
         self, review_id: str, analysis: Analysis, mentions: Mentions, rating: int
     ) -> None:
         self.rating = rating
-        self.score = with_stars(analysis.score, rating)
+        self.score = model().score(analysis, rating)
         self.aspects = rated_aspects(analysis.aspects, rating)
         self.problems = counted_problems(analysis, rating)
         self.topics = analysis.topics
