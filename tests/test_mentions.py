@@ -16,6 +16,7 @@ from reviewsd.data.mentions import (
     Matcher,
     doubled,
     plural,
+    redone,
     separated,
     singular,
     slips,
@@ -558,6 +559,7 @@ def _more_business() -> dict[str, Any]:
         "hvac": ["heating", "thermostat"],
         "kitchen": ["counters"],
         "electrical": ["wiring"],
+        "bathroom": ["tub"],
     }
     return {
         **BUSINESS,
@@ -748,3 +750,161 @@ class MoreReadingTests(SynchronousTestCase):
         self.assertEqual(technicians("Mikke fixed the furnace."), {"Michael Reyes"})
         self.assertEqual(technicians("Mkie fixed the furnace."), set())
         self.assertEqual(doubled("hana"), {"haana", "hanna", "hanaa"})
+
+
+class EverydayWordingTests(SynchronousTestCase):
+    def test_states_and_things_that_are_no_work(self) -> None:
+        """
+        A window painted shut, a hot tub and an install window name no
+        work.
+        """
+        self.assertEqual(
+            services("The old windows were painted shut, so Sam replaced them."),
+            {"windows"},
+        )
+        self.assertEqual(
+            more_services("Soft spot in the deck by the hot tub."), {"deck"}
+        )
+        self.assertEqual(more_services("We love the new tub."), {"bathroom"})
+        self.assertEqual(
+            services("New cabinets look great but the install window kept moving."),
+            {"kitchen"},
+        )
+
+    def test_what_came_through_unharmed(self) -> None:
+        """What survived or was saved was not worked on."""
+        self.assertEqual(
+            services("My carpet survived a full bathtub swap."), {"bathroom"}
+        )
+        self.assertEqual(
+            services("The dehumidifier ran all week. Floors were saved."),
+            {"restoration"},
+        )
+        self.assertEqual(services("Our new roof survived the storm."), {"roofing"})
+        self.assertEqual(services("The plumber saved the day."), {"plumbing"})
+
+    def test_toward_is_a_place(self) -> None:
+        """What water runs toward is a place."""
+        self.assertEqual(
+            services("The shower is perfect, the water runs toward the drain now."),
+            {"bathroom"},
+        )
+
+    def test_work_another_firm_did(self) -> None:
+        """
+        Work done by another contractor, and a trade's person the customer
+        paid or hired, are another firm's.
+        """
+        self.assertEqual(
+            services(
+                "Tom moved the drain. The kitchen itself was done by another "
+                "contractor."
+            ),
+            {"plumbing"},
+        )
+        self.assertEqual(
+            services("Sam fixed the outlet and we paid a plumber to fix the leak."),
+            {"electrical"},
+        )
+        self.assertEqual(
+            services("Tom fixed the outlet, then we had to hire a plumber."),
+            {"electrical"},
+        )
+        self.assertEqual(services("Their plumber was great."), {"plumbing"})
+
+    def test_a_name_told_apart(self) -> None:
+        """
+        A name told apart from another who bears it ("different Tom") leaves
+        the technician its other mentions.
+        """
+        self.assertEqual(
+            technicians("Tom fixed the roof. Neighbor Tom (different Tom) called."),
+            {"Tomasz Nowak"},
+        )
+        self.assertEqual(technicians("My neighbor Tom fixed the roof."), set())
+        self.assertEqual(
+            technicians("My neighbor Tom said a different Tom came."), set()
+        )
+
+    def test_the_second_item_of_a_place(self) -> None:
+        """
+        The second item of a place, each with its determiner, is a place
+        too; not after a verb of work, nor an item without a determiner.
+        """
+        self.assertEqual(
+            services("They painted right over the outlet covers and a window latch."),
+            {"painting"},
+        )
+        self.assertEqual(
+            services("They painted over the outlet and added a window."),
+            {"painting", "windows"},
+        )
+        self.assertEqual(
+            services("Tom put in the outlet and the window."), {"electrical", "windows"}
+        )
+
+    def test_what_failed_then_mended(self) -> None:
+        """What failed counts beside the work named outright once it is mended."""
+        self.assertEqual(
+            services("The toilet overflowed. Tom fixed it and painted the drywall."),
+            {"plumbing", "painting"},
+        )
+        self.assertEqual(
+            services("The toilet overflowed, so Tom painted the drywall."), {"painting"}
+        )
+        self.assertEqual(
+            services(
+                "The water heater let go. Old tank out and new one in, and a "
+                "dehumidifier ran all week."
+            ),
+            {"plumbing", "restoration"},
+        )
+
+    def test_a_result_of_the_work(self) -> None:
+        """
+        What a thing no longer does, or has no more of, is a result of the
+        work named, and counts only alone.
+        """
+        self.assertEqual(
+            services("The new bathtub is in and the faucet doesn't drip."),
+            {"bathroom"},
+        )
+        self.assertEqual(
+            services("New gutters, looks sharp and no more clogged drain."),
+            {"roofing"},
+        )
+        self.assertEqual(
+            services("Tom came and the faucet doesn't drip."), {"plumbing"}
+        )
+
+    def test_a_keyword_done_again(self) -> None:
+        """
+        A keyword that is another keyword done again is found in its
+        participles too; other keywords are not.
+        """
+        self.assertEqual(
+            redone("reroof", ["roof", "reroof"]), ["reroofed", "reroofing"]
+        )
+        self.assertEqual(redone("re-pipe", ["pipe"]), ["re-piped", "re-piping"])
+        self.assertEqual(redone("rewired", ["wired", "rewired"]), [])
+        self.assertEqual(redone("restoration", ["restoration"]), [])
+        redo = Matcher(
+            business_from_json(
+                {
+                    **BUSINESS,
+                    "services": [
+                        {
+                            "id": "roofing",
+                            "name": "Roofing",
+                            "keywords": ["roof", "reroof"],
+                        }
+                    ],
+                }
+            )
+        )
+        self.assertEqual(
+            set(redo.find("Tom and his crew reroofed our house.").services), {"roofing"}
+        )
+        self.assertEqual(
+            set(redo.find("They are reroofing the garage.").services), {"roofing"}
+        )

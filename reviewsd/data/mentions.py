@@ -12,28 +12,32 @@ technician, so a few rules of reading come on top:
 
   - the longest phrase wins: C{stair railing} (a keyword of one service)
     is not the C{railing} of another, and in the everyday phrases of
-    L{EVERYDAY_SENSES} (C{arrival window}, C{money down the drain}) a
-    trade word names no trade at all;
+    L{EVERYDAY_SENSES} (C{arrival window}, C{money down the drain}, C{hot
+    tub}, C{painted shut}) a trade word names no trade at all;
   - a keyword that only qualifies another service's keyword names a place
     or a part, not the work: the C{kitchen faucet} is plumbing;
   - a keyword named as the place where something happened (C{the drain in
     our bathroom}, C{paint on the carpet}, C{buckling by the sliding door}
-    unless it is new), as what got damaged (C{flooded our kitchen}, C{wet
-    drywall}, C{now we have water damage}), as what another service's work
-    was done on or for (C{painted the kitchen}, C{repainted the trim and
-    fascia}, C{a circuit for the kitchen island}) or as an item of a list
-    another service heads (C{handyman day: shelves, a faucet}) counts only
-    when the text names no service outright or as what failed (C{the
-    toilet overflowed}, C{the decking is rotten}), which in turn counts
-    only when no service is named outright; what a verb of work was done
-    on is no place (C{a great job on our deck}), unless the verb's subject
-    is a speck or a failure (C{not a speck got on our floors}, C{a pipe
-    let go under the vanity});
+    unless it is new, C{over the outlet covers and a window latch}), as
+    what got damaged (C{flooded our kitchen}, C{wet drywall}, C{now we
+    have water damage}), as what another service's work was done on or
+    for (C{painted the kitchen}, C{repainted the trim and fascia}, C{a
+    circuit for the kitchen island}) or as an item of a list another
+    service heads (C{handyman day: shelves, a faucet}) counts only when
+    the text names no service outright or as what failed (C{the toilet
+    overflowed}, C{the decking is rotten}), which in turn counts only when
+    no service is named outright or the text says it was mended (C{a pipe
+    burst in the wall ... fixed it}); what a verb of work was done on is
+    no place (C{a great job on our deck}), unless the verb's subject is a
+    speck or a failure (C{not a speck got on our floors}, C{a pipe let go
+    under the vanity});
   - a keyword also counts only when no service is named outright, or not
     at all, when read as: a window of time (C{the 8-12 window}, C{the
     window was 8-12}); a place where the crew only was (C{smoked on our
     porch}); what water got into (C{the carpet was squishing again}),
-    unless new (C{new floors started buckling}); what was torn out (C{cut
+    unless new (C{new floors started buckling}); what came through unharmed
+    (C{floors were saved}, C{my carpet survived}); a result of the work
+    (C{the faucet doesn't drip}, C{no more clogs}); what was torn out (C{cut
     the drywall back}, C{drywall cut out}); what only sat in the way (C{the
     toilet sat in the hallway}); what the customer rented (C{rented fans
     drying out the hallway}) or only asked about (C{asked him about our
@@ -41,7 +45,8 @@ technician, so a few rules of reading come on top:
     what work left behind (C{drywall dust}); a room where another trade
     worked (C{the kitchen lighting}); a trade named in passing (C{an excuse
     about the plumber}) or as another firm's (C{two roofers}, C{another
-    plumber}); harm done or its cause (C{it flooded our basement}, C{water
+    plumber}, C{we paid a painter}, C{the kitchen was done by another
+    contractor}); harm done or its cause (C{it flooded our basement}, C{water
     damage from their install}); a kind of part the service does not list
     (C{the reversing valve}, where it lists C{shutoff valve});
   - small jobs go to the catch-all service (the one called handyman): the
@@ -53,10 +58,13 @@ technician, so a few rules of reading come on top:
   - a keyword that several services list (C{burst pipe}) counts for those
     of them another keyword names alone, when some are;
   - a service keyword's plural is found too (C{plumbers}, C{mini splits}),
-    and a long plural keyword's singular (C{cabinet});
+    a long plural keyword's singular (C{cabinet}), and the participles of
+    one that is another keyword done again (C{reroofed}, for C{reroof}
+    where C{roof} is one);
   - a name right after a word for the customer's own people (C{my neighbor
     Mike}, C{Sam, my cousin}, C{our dog Rosa}, C{also named Tomasz}) is that
-    person, throughout the text, and so is a first name followed by a
+    person, throughout the text (unless the text tells the two apart:
+    C{Neighbor Tom (different Tom)}), and so is a first name followed by a
     surname its technician does not bear (C{Sam Smith});
   - a place followed by a word for a street (C{Tigard Street}) is not the
     place;
@@ -99,7 +107,7 @@ class Found:
 
 NOTHING = Found(frozenset(), frozenset(), frozenset())
 
-MATCHING_REVISION = 4
+MATCHING_REVISION = 5
 """
 Raised whenever the rules below change what is found for the same terms:
 mentions cached under other rules are then found again.
@@ -118,6 +126,8 @@ EVERYDAY_SENSES = (
     "delivery window",
     "service window",
     "scheduling window",
+    "install window",
+    "installation window",
     "window between",
     "out the window",
     # money and plans gone
@@ -252,7 +262,12 @@ EVERYDAY_SENSES = (
     "flashing lights",
     "flashing light",
     "toilet paper",
+    "hot tub",
+    "hot tubs",
+    # a state, not the work
+    "painted shut",
 )
+
 
 #: Words for a person of the customer's, not the business's: a name right
 #: after one of them (and that name anywhere else in the text) is theirs.
@@ -276,7 +291,7 @@ PEOPLE = (
 #: after the words of L{_WORK}.
 _PLACE = (
     "in inside into under underneath beneath behind around near on onto over "
-    "below above across through throughout along beside"
+    "below above across through throughout along beside toward towards"
 ).split() + ["next to", "all over"]
 _WORK = (
     "work works worked working job jobs quote quoted estimate estimates bid "
@@ -372,8 +387,23 @@ _IDLE = (
 #: What a thing that got wet does: "the carpet was squishing again".
 _SOAKED = (
     "squishes squishing squished squishy soaked sopping warped buckled "
-    "buckling ruined mildewed smells smelled stinks reeks"
+    "buckling ruined mildewed smells smelled stinks reeks survived survives"
 ).split() + ["got wet", "was wet", "were wet", "is wet", "are wet"]
+_SOAKED += [f"{was} {saved}" for was in "was were got" for saved in ("saved", "spared")]
+#: Work another firm did, said after it: "the kitchen itself was done by
+#: another contractor".
+_ELSEWHERE = [
+    f"{done} by {other}"
+    for done in "done handled built installed".split()
+    for other in ("another", "a different", "other", "someone else")
+]
+#: What a thing no longer does once the work is done, said after it: "the
+#: faucet doesn't drip", a result of the work named, not the work.
+_RESULTS = [
+    f"{no} {does}"
+    for no in ("doesn't", "does not", "don't", "do not", "no longer", "won't")
+    for does in "drip leak run flicker trip stick".split()
+]
 #: What work leaves behind, not the work: "drywall dust on the counters".
 _MESS = (
     "dust debris scraps mess splatter splatters drips overspray fumes residue "
@@ -429,6 +459,9 @@ _TRADES = frozenset(
     "roofers carpenter carpenters tiler tilers drywaller drywallers".split()
 )
 _PASSING = "or nor about for".split()
+#: Verbs of hiring before "a" trade's person, who is then another firm's:
+#: "we paid a painter to patch them".
+_HIRED = "paid pay paying hired hire hiring".split()
 #: The one service of a list of small jobs ("a handyman visit") and, among
 #: its keywords, those that say so rather than name an item of the list (a
 #: punch list is a stage of any larger job, so not one of them).
@@ -517,11 +550,21 @@ _SIDELINE_BEFORE = re.compile(
     rf"(?:\s+(?P<work>{_backwards(_WORK)})(?![\w'-])"
     rf"(?!\s+{_backwards(_NOT_WORKERS)}(?![\w'-]))"
     rf"|(?:\s+[\w'-]+){{0,2}}?\s+(?P<idle>{_backwards(_IDLE)})(?![\w'-]))?"
-    rf"|{_backwards(_AFTERMATH + _DEMOLISH + _OWN_DOING + _ASKED_ABOUT)})"
+    rf"|{_backwards(_AFTERMATH + _DEMOLISH + _OWN_DOING + _ASKED_ABOUT)}"
+    rf"|erom\s+on)"
     rf"|{_DETERMINED}\s+{_backwards(_HARM)}"
     rf"|\s+{_backwards(_WET)}"
     rf"|(?:\s+fo\s+s?taoc)?\s+{_backwards(_STAGE)}"
     rf")(?![\w-])"
+)
+# the second item of a place: "painted over the outlet covers and a window
+# latch", each with its determiner; not after a verb of work ("put in the
+# floors and the trim")
+_PLACE_LISTED = re.compile(
+    rf"{_FREE_WORDS}{_DETERMINED}\s+dna"
+    rf"(?:\s+(?!{_backwards(_FUNCTION + _CONJUNCTIONS)}(?![\w'-]))[\w'-]+){{1,3}}?"
+    rf"{_DETERMINED}\s+{_backwards(_PLACE)}(?![\w-])"
+    rf"(?!\s+{_backwards(_WORK)}(?![\w'-]))"
 )
 # up to four words between a thing and what it did, none of them starting
 # another clause: "a pipe under the upstairs bath let go"
@@ -532,7 +575,17 @@ _SIDELINE_AFTER = re.compile(
     rf"[\s-]+{_any(_MESS)}(?P<mess>)(?!\w)"
     rf"|{_BETWEEN_WORDS}(?:(?:was|were|is|are|got|had)\s+)?"
     rf"(?:(?P<soaked>{_any(_SOAKED)})|(?P<torn>{_any(_TORN)})"
-    rf"|(?P<parked>{_any(_PARKED)})|{_any(_FAILED)})(?!\w)"
+    rf"|(?P<parked>{_any(_PARKED)})|(?P<elsewhere>{_any(_ELSEWHERE)})"
+    rf"|(?P<result>{_any(_RESULTS)})"
+    rf"|{_any(_FAILED)})(?!\w)"
+)
+# what failed, then said to be mended: "pipe burst in the wall ... fixed
+# it", "the condensate line overflowed ... cleared the line", "old tank
+# out and new one in"
+_MENDED = re.compile(
+    r"(?<![\w'-])(?:(?:fixed|repaired|replaced|cleared|recharged|unclogged|snaked"
+    r"|re-?pitched)\s+(?:it|them|the\s+(?:line|leak))"
+    r"|(?:installed|put\s+in)\s+a\s+new\s+one|new\s+one\s+(?:in|installed))(?![\w'-])"
 )
 # the work itself, gone wrong: "new floors started buckling"
 _NEW_BEFORE = re.compile(r"\s+wen(?![\w'])")
@@ -547,12 +600,16 @@ _KIND_BEFORE = re.compile(
 )
 _PASSING_BEFORE = re.compile(
     rf"(?:(?:\s+{_backwards(_DETERMINER)})?\s+{_backwards(_PASSING)}"
-    rf"|\s+(?:{_backwards(_OTHER_FIRMS)}|\d+))(?![\w-])"
+    rf"|\s+(?:{_backwards(_OTHER_FIRMS)}|\d+)"
+    rf"|\s+(?:a|na)\s+{_backwards(_HIRED)})(?![\w-])"
 )
 _PEOPLE_BEFORE = re.compile(
     rf"\s*,?\s*(?:s')?(?:wal-ni-)?"
     rf"{_backwards([*PEOPLE, 'also named', 'also called', 'another'])}(?![\w-])"
 )
+# a name told apart from another who bears it: "Neighbor Tom (different
+# Tom lol)" says that the other Toms of the text are the technician
+_DIFFERENT_BEFORE = re.compile(r"\s+(?:tnereffid|rehto)(?![\w-])")
 _PEOPLE_AFTER = re.compile(
     rf"\s*(?:,|\(|-)\s*(?:{_any(_DETERMINER)}\s+)?{_any(PEOPLE)}(?!\w)"
 )
@@ -689,6 +746,26 @@ def separated(term: str) -> list[str]:
     return [f"{words[0]} {o} {words[1]}" for o in _SHORT_OBJECTS]
 
 
+def redone(term: str, keywords: Iterable[str]) -> list[str]:
+    """
+    The past and present participles of a keyword that is another of
+    C{keywords} done again (C{reroof}, where C{roof} is one: C{reroofed},
+    C{reroofing}; C{re-pipe}: C{re-piped}), or none: a verb of work, whose
+    forms are regular, where other keywords' are often other words
+    (C{deck}: C{decked out}).
+    """
+    word = fold(term)
+    bare = word.replace("-", "")
+    if (
+        not (bare.startswith("re") and bare.isalpha())
+        or bare.endswith(("ed", "ing"))
+        or bare[2:] not in {fold(k) for k in keywords}
+    ):
+        return []
+    stem = word[:-1] if word.endswith("e") else word
+    return [f"{stem}ed", f"{stem}ing"]
+
+
 def doubled(word: str) -> set[str]:
     """
     The spellings of C{word} with one letter, not the first, written twice
@@ -740,7 +817,12 @@ class Matcher:
                 self._own(first, _TECHNICIANS, name)
         for service in business.services:
             for term in (service.name, *service.keywords):
-                for more in (plural(term), singular(term), *separated(term)):
+                for more in (
+                    plural(term),
+                    singular(term),
+                    *separated(term),
+                    *redone(term, service.keywords),
+                ):
                     if more is not None and fold(more) not in given:
                         self._own(more, _SERVICES, service.id)
         for phrase in EVERYDAY_SENSES:
@@ -876,6 +958,8 @@ class Matcher:
         """
         named: list[tuple[str, str]] = []
         others: set[str] = set()
+        told_apart: set[str] = set()
+        plain: set[str] = set()  # terms once written neither way
         terms = self._terms
         for start, end, term in spans:
             owners = terms[term][0]
@@ -888,8 +972,16 @@ class Matcher:
                 or self._other_surname(text, folded, end, term, owners)
             ):
                 others.add(term)
+            elif _DIFFERENT_BEFORE.match(backwards, back, back + 12):
+                told_apart.add(term)
+            else:
+                plain.add(term)
             named.extend((term, owner) for owner in owners)
-        return {owner for term, owner in named if term not in others}
+        return {
+            owner
+            for term, owner in named
+            if term not in others or (term in told_apart and term in plain)
+        }
 
     def _other_surname(
         self, text: str, folded: str, end: int, term: str, owners: frozenset[str]
@@ -949,6 +1041,8 @@ class Matcher:
                     continue
             first = spans[phrase][0]
             plainness = _plainness(folded, backwards, first, end, term)
+            if plainness == 1 and _MENDED.search(folded, end):
+                plainness = 2
             if plainness == 2 and term in self._heads and first == start:
                 # a kind the service does not list: "the reversing valve"
                 back = len(folded) - start
@@ -1134,6 +1228,8 @@ def _plainness(folded: str, backwards: str, start: int, end: int, term: str) -> 
     ):
         if before.group("idle") is not None and "wen" not in before.group("free"):
             return -1
+        return 0
+    if _PLACE_LISTED.match(backwards, back, back + 80):
         return 0
     after = _SIDELINE_AFTER.match(folded, end, end + 60)
     if (

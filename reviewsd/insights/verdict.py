@@ -100,9 +100,10 @@ def decided_by_text(analysis: Analysis) -> bool:
         return True
     if abs(score) < OPEN or two_sided(analysis):
         return False
+    scores = analysis.sentence_scores
     if score > 0:
-        return all(s >= POSITIVE_THRESHOLD for s in analysis.sentence_scores)
-    return all(s <= NEGATIVE_THRESHOLD for s in analysis.sentence_scores)
+        return min(scores) >= POSITIVE_THRESHOLD
+    return max(scores) <= NEGATIVE_THRESHOLD
 
 
 def star_set(name: str) -> frozenset[int]:
@@ -229,8 +230,10 @@ class Model:
         when the label is C{neutral} and the text's is not.
         """
         score = analysis.score
+        if not score:
+            return score  # no sentence, or no opinion: the text decides
         verdict = self.label(analysis, rating)
-        if score is None or verdict == label(score):
+        if verdict == label(score):
             return score
         if verdict == "neutral":
             return 0.0
