@@ -50,7 +50,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -171,6 +171,10 @@ def pinned(cpu: str | None, command: list[str]) -> list[str]:
     return command if cpu is None else ["taskset", "-c", cpu, *command]
 
 
+TWISTD = ("-c", "from twisted.scripts.twistd import run; run()")
+"""Python's arguments that run twistd."""
+
+
 def many_clients(source: Path) -> list[str]:
     """
     The options that lift the per-client budget of search and since answers
@@ -193,6 +197,8 @@ def start_daemon(
     logger: str | None = None,
     cpu: str | None = None,
     one_client: bool = False,
+    program: Sequence[str] = TWISTD,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """
     twistd -n reviewsd on 127.0.0.1:port, logging to standard output, which
@@ -202,6 +208,8 @@ def start_daemon(
     to keep the output in instead; C{logger}, twistd's C{--logger} (its own
     text format unless given); C{cpu}, the CPU to pin it to. Its clients
     count as many (L{many_clients}) unless C{one_client}, as an attack's do.
+    C{program} runs twistd (Python's arguments before twistd's own), C{env}
+    adds to its environment.
     """
     logging = [f"--logger={logger}"] if logger else []
     budget = [] if one_client else many_clients(source)
@@ -210,8 +218,7 @@ def start_daemon(
             cpu,
             [
                 sys.executable,
-                "-c",
-                "from twisted.scripts.twistd import run; run()",
+                *program,
                 "--nodaemon",
                 "--pidfile=",
                 "--logfile=-",
@@ -225,7 +232,7 @@ def start_daemon(
                 *argv,
             ],
         ),
-        env=dict(os.environ, PYTHONPATH=str(source)),
+        env={**os.environ, "PYTHONPATH": str(source), **(env or {})},
         cwd=work,
         stdout=subprocess.DEVNULL if log is None else log,
     )

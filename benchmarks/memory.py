@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.documents import free_port, many_clients, start_daemon
+from benchmarks.documents import TWISTD, free_port, start_daemon
 from benchmarks.suite import settled
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -330,31 +330,15 @@ def launch(
 ) -> subprocess.Popen[bytes]:
     """The daemon in its default configuration, under the probe if asked."""
     log = (work / "daemon.log").open("ab")
-    if not probe:
-        return start_daemon(
-            port, work, "--data", str(args.data), source=args.source, log=log
-        )
-    return subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "memory_probe.py"),
-            "--nodaemon",
-            "--pidfile=",
-            "--logfile=-",
-            "reviewsd",
-            "--listen",
-            f"tcp:{port}:interface=127.0.0.1",
-            "--state-dir",
-            str(work / "state"),
-            "--data",
-            str(args.data),
-            *many_clients(args.source),
-        ],
-        env=dict(
-            os.environ, PYTHONPATH=str(args.source), PROBE_OUT=str(work / "probe")
-        ),
-        cwd=work,
-        stdout=log,
+    return start_daemon(
+        port,
+        work,
+        "--data",
+        str(args.data),
+        source=args.source,
+        log=log,
+        program=[str(ROOT / "benchmarks" / "memory_probe.py")] if probe else TWISTD,
+        env={"PROBE_OUT": str(work / "probe")},
     )
 
 

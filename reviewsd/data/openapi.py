@@ -649,6 +649,11 @@ _VALIDATORS = {
     },
 }
 
+_NOT_MODIFIED = {
+    "description": "Not modified: the validator matched.",
+    "headers": _VALIDATORS,
+}
+
 _CONDITIONAL = [
     {
         "name": "If-None-Match",
@@ -684,10 +689,7 @@ def _document_get(
                     "headers": _VALIDATORS,
                     "content": content,
                 },
-                "304": {
-                    "description": "Not modified: the validator matched.",
-                    "headers": _VALIDATORS,
-                },
+                "304": _NOT_MODIFIED,
             },
         }
     }
@@ -796,10 +798,7 @@ def _search_path() -> dict[str, Any]:
                     **_json(_ref("SearchResult"), "The matching reviews."),
                     "headers": _VALIDATORS,
                 },
-                "304": {
-                    "description": "Not modified: the validator matched.",
-                    "headers": _VALIDATORS,
-                },
+                "304": _NOT_MODIFIED,
                 "400": _INVALID,
                 "429": _RATE_LIMITED,
             },
@@ -827,10 +826,7 @@ def _since_path() -> dict[str, Any]:
                     **_json(_ref("SinceResult"), "The reviews since the date."),
                     "headers": _VALIDATORS,
                 },
-                "304": {
-                    "description": "Not modified: the validator matched.",
-                    "headers": _VALIDATORS,
-                },
+                "304": _NOT_MODIFIED,
                 "400": _INVALID,
                 "429": _RATE_LIMITED,
             },
@@ -866,10 +862,7 @@ def _review_path() -> dict[str, Any]:
                     **_json(_ref("Review"), "The review."),
                     "headers": _VALIDATORS,
                 },
-                "304": {
-                    "description": "Not modified: the validator matched.",
-                    "headers": _VALIDATORS,
-                },
+                "304": _NOT_MODIFIED,
                 "404": _json(_ref("Error"), "No published review has this id."),
             },
         }
@@ -893,10 +886,7 @@ def _review_page_path() -> dict[str, Any]:
                     "headers": _VALIDATORS,
                     "content": {_HTML: {"schema": {"type": "string"}}},
                 },
-                "304": {
-                    "description": "Not modified: the validator matched.",
-                    "headers": _VALIDATORS,
-                },
+                "304": _NOT_MODIFIED,
                 "404": {
                     "description": "No published review has this id: a small page.",
                     "content": {_HTML: {"schema": {"type": "string"}}},

@@ -38,8 +38,12 @@ _MEMO = 50_000
 _STARTS = re.compile(r"(?<!\w)\S")
 
 
-def _group_end(source: str, start: int) -> int:
-    """The index of the parenthesis closing the group opened at C{start}."""
+def _scan(source: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """
+    Each character of C{source} from C{start} that is neither escaped nor in
+    a character set, with its index and its group depth (a parenthesis
+    counts at the depth outside the group it opens or closes).
+    """
     depth = 0
     i = start
     in_set = False
@@ -52,36 +56,30 @@ def _group_end(source: str, start: int) -> int:
             in_set = c != "]"
         elif c == "[":
             in_set = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
+        else:
+            if c == ")":
+                depth -= 1
+            yield i, c, depth
+            if c == "(":
+                depth += 1
         i += 1
+
+
+def _group_end(source: str, start: int) -> int:
+    """The index of the parenthesis closing the group opened at C{start}."""
+    for i, c, depth in _scan(source, start):
+        if c == ")" and depth == 0:
+            return i
     raise ValueError(f"unbalanced group in {source!r}")
 
 
 def _alternatives(body: str) -> list[str]:
     """The top-level alternatives of a group's body."""
-    found, depth, start, i, in_set = [], 0, 0, 0, False
-    while i < len(body):
-        c = body[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_set:
-            in_set = c != "]"
-        elif c == "[":
-            in_set = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
+    found, start = [], 0
+    for i, c, depth in _scan(body):
+        if c == "|" and depth == 0:
             found.append(body[start:i])
             start = i + 1
-        i += 1
     found.append(body[start:])
     return found
 
