@@ -715,9 +715,11 @@ class ReviewsSite(Site):
         if request.method not in (b"GET", b"HEAD"):
             return False
         path = request.path
-        return path == self._search or (
-            path.startswith(self._since) and b"/" not in path[len(self._since) :]
-        )
+        return path == self._search or self._is_since(path)
+
+    def _is_since(self, path: bytes) -> bool:
+        """Whether C{path} is one of C{/api/reviews/since/{date}}."""
+        return path.startswith(self._since) and b"/" not in path[len(self._since) :]
 
     def route(self, path: bytes) -> str:
         """
@@ -728,7 +730,7 @@ class ReviewsSite(Site):
         route = self._routes.get(path)
         if route is not None:
             return route
-        if path.startswith(self._since) and b"/" not in path[len(self._since) :]:
+        if self._is_since(path):
             return SINCE_PATH + "/{date}"
         for prefix, template in _REVIEW_ROUTES:
             if path.startswith(prefix) and b"/" not in path[len(prefix) :]:
