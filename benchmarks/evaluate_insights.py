@@ -65,11 +65,12 @@ from reviewsd.insights.data import ASPECTS  # noqa: E402
 EVAL_DIR = Path(__file__).resolve().parent / "insights_eval"
 PARTS = {
     "dev": EVAL_DIR / "dev.jsonl",
+    "train": EVAL_DIR / "train.jsonl",
     "calibrate": EVAL_DIR / "calibrate.jsonl",
     "heldout": EVAL_DIR / "heldout.jsonl",
 }
 #: The parts whose disagreements may be read.
-READABLE = ("dev", "calibrate")
+READABLE = ("dev", "train", "calibrate")
 
 SENTIMENTS = ("positive", "neutral", "negative")
 POLARITIES = ("positive", "negative")

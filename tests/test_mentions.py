@@ -1,7 +1,8 @@
 """
 Which technicians, services and places a text mentions: the reading rules
 of reviewsd.data.mentions, each pinned with texts written for it, on a
-small business of its own.
+small business of its own, read by the rules alone (referrals.RULES); the
+trained referrals model on top of them is tested in test_referrals.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from reviewsd.data.mentions import (
     slips,
 )
 from reviewsd.data.model import business_from_json
+from reviewsd.data.referrals import RULES
 
 BUSINESS: dict[str, Any] = {
     "name": "Test Builders",
@@ -96,7 +98,7 @@ BUSINESS: dict[str, Any] = {
     ],
 }
 
-MATCHER = Matcher(business_from_json(BUSINESS))
+MATCHER = Matcher(business_from_json(BUSINESS), RULES)
 
 
 def services(text: str) -> set[str]:
@@ -570,7 +572,7 @@ def _more_business() -> dict[str, Any]:
     }
 
 
-MORE = Matcher(business_from_json(_more_business()))
+MORE = Matcher(business_from_json(_more_business()), RULES)
 
 
 def more_services(text: str) -> set[str]:
@@ -900,7 +902,8 @@ class EverydayWordingTests(SynchronousTestCase):
                         }
                     ],
                 }
-            )
+            ),
+            RULES,
         )
         self.assertEqual(
             set(redo.find("Tom and his crew reroofed our house.").services), {"roofing"}

@@ -145,7 +145,7 @@ class ModelTests(SynchronousTestCase):
         document = model().document
         self.assertEqual(document["classes"], list(CLASSES))
         self.assertIsInstance(document["version"], int)
-        self.assertEqual(document["trained_on"]["part"], "calibrate")
+        self.assertEqual(document["trained_on"]["parts"], ["calibrate", "train"])
         self.assertGreater(document["trained_on"]["reviews"], 0)
         for name in document["features"]:
             text, stars = parse_feature(name)

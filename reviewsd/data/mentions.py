@@ -94,6 +94,8 @@ from typing import Any
 from attrs import frozen
 
 from reviewsd.data.model import Business
+from reviewsd.data.referrals import REFERRALS_DIGEST, Referrals
+from reviewsd.data.referrals import load as load_referrals
 
 
 @frozen
@@ -107,10 +109,11 @@ class Found:
 
 NOTHING = Found(frozenset(), frozenset(), frozenset())
 
-MATCHING_REVISION = 5
+MATCHING_REVISION = f"6-referrals-{REFERRALS_DIGEST[:16]}"
 """
-Raised whenever the rules below change what is found for the same terms:
-mentions cached under other rules are then found again.
+Changed whenever the rules below or the weights of L{reviewsd.data.referrals}
+change what is found for the same terms: mentions cached under other rules
+are then found again.
 """
 
 #: Everyday phrases in which a word a business may list as a service
@@ -466,6 +469,8 @@ _HIRED = "paid pay paying hired hire hiring".split()
 #: its keywords, those that say so rather than name an item of the list (a
 #: punch list is a stage of any larger job, so not one of them).
 _CATCH_ALL = "handyman"
+#: The words beside a keyword, as the referrals model reads them.
+_WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 _LIST_WORDS = "handyman handymen honey do jobs repairs fixes tasks odd errands".split()
 #: Words that say which one, not what kind: "the old valve" is still the
 #: service's, "the reversing valve" of a heat pump another service's part.
@@ -801,7 +806,8 @@ class Matcher:
     keyword) and service areas in review texts.
     """
 
-    def __init__(self, business: Business) -> None:
+    def __init__(self, business: Business, referrals: Referrals | None = None) -> None:
+        self._referrals = referrals or load_referrals()
         self._owners: dict[str, list[tuple[str, str]]] = {}
         for technician in business.technicians:
             for term in (technician.name, *technician.aliases):
@@ -901,7 +907,12 @@ class Matcher:
             return NOTHING
         backwards = folded[::-1]
         technicians = self._technicians(text, folded, backwards, spans)
-        services = self._services(folded, backwards, spans)
+        refers = self._referrals.refers
+        services = {
+            service
+            for service, features in self._read_services(folded, backwards, spans)
+            if refers(features)
+        }
         areas = {
             o
             for _, end, t in spans
@@ -1009,14 +1020,12 @@ class Matcher:
 
     def _services(
         self, folded: str, backwards: str, spans: list[tuple[int, int, str]]
-    ) -> set[str]:
+    ) -> list[tuple[int, frozenset[str], int, str]]:
         """
-        The services named outright; failing those, the ones named as what
-        failed; failing those, the ones named as places (or as what another
-        service's work was done on, or as an item of another's list).  A
-        keyword that qualifies the next one counts for none, nor does one
-        in an everyday sense or at a place where the crew only was.
-        C{backwards} is C{folded} reversed.
+        Each service keyword of the text: where it starts, its services, how
+        plainly it names them and the keyword.  A keyword that qualifies
+        the next one names none, nor does one in an everyday sense or at a
+        place where the crew only was.  C{backwards} is C{folded} reversed.
         """
         # each keyword's services, how plainly it names them (-1 not at
         # all, 0 as a place, 1 as what failed, 2 outright) and the keyword
@@ -1072,11 +1081,65 @@ class Matcher:
             found = _small_jobs(folded, found, catch_all, self._list_words)
         if shared:
             found = _narrowed(found)
-        named: tuple[set[str], set[str], set[str]] = (set(), set(), set())
-        for _, owners, plainness, _ in found:
-            if plainness >= 0:
-                named[plainness].update(owners)
-        return named[2] or named[1] or named[0]
+        return found
+
+    def service_features(self, text: str) -> list[tuple[str, list[str]]]:
+        """
+        Each service whose keywords C{text} holds, with what the referrals
+        model reads of it (L{_read_services}).
+        """
+        folded = text.casefold()
+        spans = self._spans(text, folded) if self._pattern is not None else []
+        return self._read_services(folded, folded[::-1], spans)
+
+    def _read_services(
+        self, folded: str, backwards: str, spans: list[tuple[int, int, str]]
+    ) -> list[tuple[str, list[str]]]:
+        """
+        Each service whose keywords the text holds, sorted, with its
+        features: whether the rules keep it (the services named most
+        plainly: outright, failing those as what failed, failing those as
+        places), how plainly it and the text's services are named, its
+        keywords, the two words on either side of each, and how many
+        services the text holds and the rules keep.
+        """
+        found = self._services(folded, backwards, spans)
+        if not found:
+            return []
+        ends = {start: end for start, end, _ in spans}
+        plainest: dict[str, int] = {}
+        context: dict[str, list[str]] = {}
+        for start, owners, plainness, term in found:
+            end = ends.get(start, start + len(term))
+            before = _WORDS.findall(folded, max(0, start - 40), start)[-2:]
+            after = _WORDS.findall(folded, end, end + 40)[:2]
+            words = [
+                f"t {term}",
+                *(f"l{len(before) - i} {w}" for i, w in enumerate(before)),
+            ]
+            words.extend(f"r{i + 1} {w}" for i, w in enumerate(after))
+            for owner in owners:
+                plainest[owner] = max(plainness, plainest.get(owner, -1))
+                context.setdefault(owner, []).extend(words)
+        tier = max(plainest.values())
+        kept = {o for o, p in plainest.items() if p >= 0 and p == tier}
+        common = [
+            f"services {min(len(plainest), 3)}",
+            f"kept {min(len(kept), 3)}",
+            f"tier {tier}",
+        ]
+        return [
+            (
+                owner,
+                [
+                    "rule" if owner in kept else "not rule",
+                    f"plain {plainness}",
+                    *common,
+                    *context[owner],
+                ],
+            )
+            for owner, plainness in sorted(plainest.items())
+        ]
 
 
 def _narrowed(

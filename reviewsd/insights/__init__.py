@@ -25,6 +25,11 @@ Modules, one concern each:
   - C{vader}: VADER's compound score, computed faster;
   - C{sentiment}: VADER with the domain lexicon and the outcomes, the
     labels, and the stars as evidence;
+  - C{detector}: trained weights that read what the words say beyond the
+    lexicon: which aspects, their sides, the tone of a text the lexicon
+    reads no opinion in;
+  - C{verdict}: a review's label from its text and its stars, by trained
+    weights;
   - C{analysis}: the cached analysis of one review text;
   - C{cache}: L{ReviewCache}, in memory and in SQLite;
   - C{temporal}: the monthly series and the trend rule;

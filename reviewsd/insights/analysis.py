@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 from reviewsd.insights.clauses import CONCEDED, PLAIN, VERDICT, Segment, segments
 from reviewsd.insights.cues import CueSet
 from reviewsd.insights.data import ASPECTS, DATA_DIGEST, PROBLEMS, TOPICS
+from reviewsd.insights.detector import DETECTOR_DIGEST, Detector, sentence_features
+from reviewsd.insights.detector import load as load_detector
 from reviewsd.insights.sentiment import (
     NEGATIVE_THRESHOLD,
     POSITIVE_THRESHOLD,
@@ -33,10 +35,14 @@ from reviewsd.insights.sentiment import (
 from reviewsd.insights.text import Words, normalise, split_sentences
 
 #: Bumped when this module's output changes for the same text.
-ANALYSIS_REVISION = 4
+ANALYSIS_REVISION = 5
 
-#: What a cached analysis is valid for: this code, the data files and VADER.
-ENGINE_VERSION = f"{ANALYSIS_REVISION}-{DATA_DIGEST[:16]}-vader-{VADER_VERSION}"
+#: What the lexicon's reading of a text depends on: this code, the data
+#: files and VADER.  The detector's weights are fitted on that reading.
+LEXICON_VERSION = f"{ANALYSIS_REVISION}-{DATA_DIGEST[:16]}-vader-{VADER_VERSION}"
+
+#: What a cached analysis is valid for: the lexicon and the detector.
+ENGINE_VERSION = f"{LEXICON_VERSION}-detector-{DETECTOR_DIGEST[:16]}"
 
 #: How much more the last opinionated sentence of a review weighs.
 LAST = 1.5
@@ -92,9 +98,10 @@ class Analysis(NamedTuple):
     quickest to make.
 
     @ivar score: the review's sentiment score from its text alone, the
-        weighted mean of the scores of its opinionated sentences; C{0.0}
-        when no sentence carries sentiment; C{None} when the text has no
-        sentence.
+        weighted mean of the scores of its opinionated sentences; when no
+        sentence carries sentiment, the tone of its words (the least score
+        of a side, L{reviewsd.insights.detector.TONE_SCORE}, or C{0.0});
+        C{None} when the text has no sentence.
     @ivar sentence_scores: the score of every sentence, the weighted mean
         of its opinionated segments (0 when none is), in text order.
     @ivar aspects: every aspect a segment with an opinion mentions, sorted
@@ -124,10 +131,27 @@ def _quote_rank(quote: Quote) -> tuple[float, int, str]:
     return (-compound, -len(aspect_ids), sentence)
 
 
-class Analyser:
-    """Holds the scorer and the compiled cue sets; reusable across reviews."""
+class Evidence(NamedTuple):
+    """
+    What the aspect detector reads of a text: the features of each sentence
+    (L{sentence_features}), each sentence's score, the text's score (C{None}
+    without a sentence) and the aspects the lexicon finds.
+    """
 
-    def __init__(self) -> None:
+    sentences: list[list[str]]
+    sentence_scores: list[float]
+    score: float | None
+    found: tuple[AspectMention, ...]
+
+
+class Analyser:
+    """
+    Holds the scorer, the compiled cue sets and the aspect detector;
+    reusable across reviews.
+    """
+
+    def __init__(self, detector: Detector | None = None) -> None:
+        self._detector = detector
         self.scorer = SentenceScorer()
         self.aspects = CueSet(ASPECTS)
         self.topics = CueSet(TOPICS)
@@ -168,12 +192,27 @@ class Analyser:
             names=names,
         )
 
-    def analyse(self, text: str) -> Analysis:
+    @property
+    def detector(self) -> Detector:
+        """The detector given, else the shipped one, read on first use."""
+        if self._detector is None:
+            self._detector = load_detector([a.id for a in ASPECTS])
+        return self._detector
+
+    def evidence(self, text: str) -> Evidence:
+        """What the detector reads of C{text} (L{Evidence})."""
+        sentences, compounds, score, found = self._read(text)
+        return Evidence([s.features for s in sentences], compounds, score, found)
+
+    def _read(
+        self, text: str
+    ) -> tuple[list[_Sentence], list[float], float | None, tuple[AspectMention, ...]]:
         """
-        The analysis of one review text: each sentence's segments scored
-        and weighed (a sentence that begins with a turn outweighs the one
-        before), the review's score the weighted mean of its opinionated
-        sentences, an aspect's the weighted mean of its opinions.
+        Each sentence's segments scored and weighed (a sentence that begins
+        with a turn outweighs the one before), the sentences' scores, the
+        review's score (the weighted mean of its opinionated sentences) and
+        the aspects the lexicon finds, each with the weighted mean of its
+        opinions.
         """
         sentences = [self._sentence(s) for s in split_sentences(text)]
         for before, after in zip(sentences, sentences[1:], strict=False):
@@ -192,18 +231,40 @@ class Analyser:
             weighted[-1] = (compound, weight * LAST)
         aspect_values: dict[str, list[tuple[float, float]]] = {}
         aspect_phrases: dict[str, list[str]] = {}
-        problems: dict[str, list[list[Any]]] = {}
-        topics: set[str] = set()
-        quotes: list[Quote] = []
-        for compound, sentence in zip(compounds, sentences, strict=True):
+        for sentence in sentences:
             for aspect, value, k, found in sentence.aspects:
                 aspect_values.setdefault(aspect, []).append(
                     (value, sentence.weights[k])
                 )
                 known = aspect_phrases.setdefault(aspect, [])
                 known.extend(p for p in found if p not in known)
-            for problem, value, found in sentence.problems:
-                problems.setdefault(problem, []).append([value, found])
+        return (
+            sentences,
+            compounds,
+            None if not sentences else _mean(weighted) if weighted else 0.0,
+            tuple(
+                (aspect, _mean(values), tuple(aspect_phrases[aspect]))
+                for aspect, values in sorted(aspect_values.items())
+            ),
+        )
+
+    def analyse(self, text: str) -> Analysis:
+        """
+        The analysis of one review text: the lexicon's reading of it, with
+        the tone of its words where the lexicon reads no opinion (which
+        gives the text a side, never an aspect), and the aspects the
+        detector decides from that reading.
+        """
+        sentences, compounds, read, found = self._read(text)
+        features = [s.features for s in sentences]
+        # where the lexicon reads no opinion, the tone of the words may have one
+        score = self.detector.tone(features) if read == 0.0 else read
+        problems: dict[str, list[list[Any]]] = {}
+        topics: set[str] = set()
+        quotes: list[Quote] = []
+        for compound, sentence in zip(compounds, sentences, strict=True):
+            for problem, value, phrases in sentence.problems:
+                problems.setdefault(problem, []).append([value, phrases])
             topics.update(sentence.topics)
             if (
                 compound >= QUOTE_MIN_SCORE
@@ -213,12 +274,9 @@ class Analyser:
                 quotes.append((sentence.text, compound, mentioned))
         quotes.sort(key=_quote_rank)
         return Analysis(
-            score=None if not sentences else _mean(weighted) if weighted else 0.0,
+            score=score,
             sentence_scores=compounds,
-            aspects=tuple(
-                (aspect, _mean(values), tuple(aspect_phrases[aspect]))
-                for aspect, values in sorted(aspect_values.items())
-            ),
+            aspects=self.detector.decide(features, compounds, read or 0.0, found),
             topics=tuple(sorted(topics)),
             problems=[[problem, problems[problem]] for problem in sorted(problems)],
             quotes=tuple(quotes[:QUOTES_PER_REVIEW]),
@@ -238,7 +296,9 @@ class Analyser:
         scorer = self.scorer
         matches = scorer.find(scored)
         scores = [scorer.score(scored, s.start, s.end, matches) for s in found]
-        result = _Sentence(sentence, found, scores, turned)
+        result = _Sentence(
+            sentence, found, scores, turned, sentence_features(words.words, ())
+        )
         if not found:
             return result
         holder = [0] * len(words)  # the segment of each word
@@ -254,6 +314,10 @@ class Analyser:
                 if span is not None:
                     aspect_matches.extend((aspect, *span) for aspect in ids)
         cued = {holder[first] for _, first, _ in aspect_matches}
+        if aspect_matches:
+            result.features = sentence_features(
+                words.words, sorted({aspect for aspect, _, _ in aspect_matches})
+            )
         opinions: list[bool] | None = None
         names: list[bool] | None = None
         for aspect, first, last in aspect_matches:
@@ -331,10 +395,16 @@ class _Sentence:
         "aspects",
         "problems",
         "topics",
+        "features",
     )
 
     def __init__(
-        self, text: str, found: list[Segment], scores: list[float], turned: bool
+        self,
+        text: str,
+        found: list[Segment],
+        scores: list[float],
+        turned: bool,
+        features: list[str],
     ) -> None:
         self.text = text
         self.segments = found
@@ -346,6 +416,8 @@ class _Sentence:
         #: (problem id, opinion, phrases) of each cue
         self.problems: list[tuple[str, float, list[str]]] = []
         self.topics: set[str] = set()
+        #: what the detector reads of it (L{sentence_features})
+        self.features = features
 
     def weigh(self, factor: float) -> None:
         """Weigh the sentence C{factor} times what it weighed."""

@@ -151,6 +151,7 @@ import orjson
 from reviewsd import __version__
 from reviewsd.data.mentions import MATCHING_REVISION, Matcher
 from reviewsd.data.model import Business, Dataset, Review
+from reviewsd.insights.analysis import analyser
 from reviewsd.insights.cache import Entry, Mentions, ReviewCache
 from reviewsd.insights.data import (
     ASPECTS,
@@ -160,6 +161,7 @@ from reviewsd.insights.data import (
     TOPICS,
     VERSIONS,
 )
+from reviewsd.insights.detector import TONE_SCORE
 from reviewsd.insights.prose import Figures, faq, pull_quote, summary
 from reviewsd.insights.sentiment import (
     NEGATIVE_THRESHOLD,
@@ -180,6 +182,7 @@ MODEL = (
     f"+ domain lexicon v{VERSIONS['sentiment_lexicon.json']} + implicit outcomes "
     f"v{VERSIONS['outcomes.json']}; aspect taxonomy v{VERSIONS['aspects.json']}, "
     f"topics v{VERSIONS['topics.json']}, problems v{VERSIONS['problems.json']}; "
+    f"aspect detector and tone v{analyser().detector.document.get('version', 0)}; "
     f"review verdict v{verdict_model().version})"
 )
 
@@ -197,14 +200,23 @@ METHOD = {
         "0 when none is."
     ),
     "aspect_score": (
-        "An aspect is mentioned when one of its cues is in a clause that "
+        "The lexicon finds an aspect where one of its cues is in a clause that "
         "carries an opinion; its score in a review is the weighted mean of "
         "those clauses' scores (a cue in a clause without one takes its "
-        "neighbour's in the same clause of the sentence). Aspect figures "
-        "average these over the reviews."
+        "neighbour's in the same clause of the sentence). A trained detector "
+        "(one logistic regression per aspect over the review's words, word "
+        "pairs, cues and the lexicon's findings; detector.json) then decides "
+        "which aspects the review gives an opinion on: one the lexicon found "
+        "keeps its score; one it adds takes the side a second regression "
+        "reads in the sentence that is the strongest evidence for it, from -1 "
+        "to 1. A text the lexicon reads no opinion in names no aspect. Aspect "
+        "figures average these over the reviews."
     ),
     "stars": (
-        f"A review's label weighs its text and its stars. A text without any "
+        f"A review's label weighs its text and its stars. Where the lexicon "
+        f"reads no opinion, a trained regression reads the tone of the words "
+        f"(positive, neutral or negative); when it is sure of a side, the text "
+        f"takes that side's least score ({TONE_SCORE}). A text without any "
         f"opinion is neutral, and a clear one (a score at least {OPEN} from 0, "
         f"every sentence on its side, no clause against it) keeps its own "
         f"label, whatever the stars. The others (faint words such as 'fine', "

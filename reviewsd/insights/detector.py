@@ -1,0 +1,250 @@
+"""
+What the words of a review text say that the lexicon does not read: which
+aspects it gives an opinion on, their sides, and the tone of a text the
+lexicon reads no opinion in, each decided by a small trained linear model
+over the text's words and the lexicon's findings.
+
+The lexicon finds an aspect only where one of its cues sits in a segment
+with an opinion; readers also mark aspects said in wordings no cue holds
+("the crew left at three every day", "we got a text the night before"),
+and the lexicon finds some that readers do not ("used the mailing list
+discount").  For each aspect a logistic regression weighs the text's words
+and word pairs, the aspects whose cues the text holds, and those the
+lexicon found with an opinion; the aspect counts when its probability
+reaches the model's threshold.  An aspect the lexicon found keeps the
+lexicon's opinion and phrases.  One the model adds takes its opinion from
+the sentence that is the strongest evidence for it: a second regression
+over that sentence's words and scores gives the side, as a value from -1
+to 1 that the stars settle when it is open
+(L{reviewsd.insights.sentiment.with_stars}).
+
+A text in which the lexicon reads no opinion may still praise or complain
+in words it does not know ("heat back on before the kids woke up", "three
+visits and the toilet still runs").  A third regression reads the tone of
+its words as C{positive}, C{neutral} or C{negative}; where it is sure
+enough of a side, the text takes the weakest score of that side
+(L{TONE_SCORE}), which the verdict then weighs with the stars
+(L{reviewsd.insights.verdict}); it names no aspect.  Facts alone read as
+neutral.
+
+The weights are C{detector.json}, fitted by C{benchmarks/train_detector.py}
+on labelled reviews; this module only reads them.  Deciding costs a dict
+look-up per word and word pair, in plain Python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+#: The shape of C{detector.json} this module reads.
+FORMAT = 1
+
+#: The score of a text whose tone alone gives it a side: a label's least.
+TONE_SCORE = 0.05
+#: The classes of the tone model, in the order of its weights' columns.
+TONES = ("positive", "neutral", "negative")
+
+#: An aspect as the analysis gives it: C{(aspect id, score, phrases)}.
+Mention = tuple[str, float, tuple[str, ...]]
+
+
+def sentence_features(words: Sequence[str], cues: Iterable[str]) -> list[str]:
+    """
+    What one sentence tells the models: each word (C{"w late"}), each pair
+    of neighbouring words with the sentence's edges (C{"p two hours"},
+    C{"p <s> never"}), and each aspect whose cues it holds (C{"c pricing"}).
+    """
+    features = [f"w {w}" for w in words]
+    previous = "<s>"
+    for word in words:
+        features.append(f"p {previous} {word}")
+        previous = word
+    features.append(f"p {previous} </s>")
+    features.extend(f"c {aspect}" for aspect in cues)
+    return features
+
+
+def lexicon_feature(aspect: str) -> str:
+    """The feature of an aspect the lexicon found with an opinion."""
+    return f"l {aspect}"
+
+
+def _table(
+    value: Any, width: int, where: str
+) -> dict[str, tuple[tuple[int, float], ...]]:
+    """C{{feature: [[column, weight], ...]}}, checked, as tuples."""
+    if not isinstance(value, dict):
+        raise ValueError(f"detector model: {where} must be an object")
+    table = {}
+    for feature, pairs in value.items():
+        if not isinstance(pairs, list) or not all(
+            isinstance(p, list)
+            and len(p) == 2
+            and type(p[0]) is int
+            and 0 <= p[0] < width
+            and isinstance(p[1], (int, float))
+            for p in pairs
+        ):
+            raise ValueError(f"detector model: {where}[{feature!r}] is malformed")
+        table[feature] = tuple((column, float(weight)) for column, weight in pairs)
+    return table
+
+
+def _numbers(value: Any, width: int, where: str) -> list[float]:
+    if not (
+        isinstance(value, list)
+        and len(value) == width
+        and all(isinstance(x, (int, float)) for x in value)
+    ):
+        raise ValueError(f"detector model: {where} must be {width} numbers")
+    return [float(x) for x in value]
+
+
+class Detector:
+    """The weights of C{detector.json}, ready to score a text's features."""
+
+    def __init__(self, document: Mapping[str, Any], aspect_ids: Sequence[str]) -> None:
+        if document.get("format") != FORMAT:
+            raise ValueError(f"detector model: format must be {FORMAT}")
+        aspects = document.get("aspects")
+        if aspects != list(aspect_ids):
+            raise ValueError(
+                "detector model: aspects must be the taxonomy's, in its order"
+            )
+        width = len(aspects)
+        self.aspects: tuple[str, ...] = tuple(aspects)
+        self._bias = _numbers(document.get("bias"), width, "bias")
+        threshold = document.get("threshold")
+        if not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
+            raise ValueError("detector model: threshold must be between 0 and 1")
+        #: The threshold as log-odds: an aspect counts at or above it.
+        self._cut = math.log(threshold / (1 - threshold))
+        self._weights = _table(document.get("weights"), width, "weights")
+        polarity = document.get("polarity")
+        if not isinstance(polarity, dict):
+            raise ValueError("detector model: polarity must be an object")
+        self._polarity_bias, self._sentence_weight, self._score_weight = _numbers(
+            polarity.get("numbers"), 3, "polarity.numbers"
+        )
+        weights = polarity.get("weights")
+        if not isinstance(weights, dict) or not all(
+            isinstance(w, (int, float)) for w in weights.values()
+        ):
+            raise ValueError("detector model: polarity.weights must map to numbers")
+        self._polarity = {feature: float(w) for feature, w in weights.items()}
+        tone = document.get("tone")
+        if not isinstance(tone, dict) or tone.get("classes") != list(TONES):
+            raise ValueError(f"detector model: tone.classes must be {list(TONES)}")
+        sure = tone.get("threshold")
+        if not isinstance(sure, (int, float)) or not 0.5 <= sure < 1:
+            raise ValueError("detector model: tone.threshold must be from 0.5 to 1")
+        self._sure = float(sure)
+        self._tone_bias = _numbers(tone.get("bias"), len(TONES), "tone.bias")
+        self._tone = _table(tone.get("weights"), len(TONES), "tone.weights")
+        self.document = document
+
+    def tone(self, sentences: Sequence[Sequence[str]]) -> float:
+        """
+        The score the words of a text the lexicon reads no opinion in give
+        it: L{TONE_SCORE} on the side the model is sure enough of, else 0.
+        """
+        values = self._tone_bias[:]
+        weights = self._tone
+        for feature in {f for features in sentences for f in features}:
+            for column, weight in weights.get(feature, ()):
+                values[column] += weight
+        top = max(values)
+        shares = [math.exp(v - top) for v in values]
+        total = sum(shares)
+        if shares[0] / total >= self._sure:
+            return TONE_SCORE
+        if shares[2] / total >= self._sure:
+            return -TONE_SCORE
+        return 0.0
+
+    def decide(
+        self,
+        sentences: Sequence[Sequence[str]],
+        sentence_scores: Sequence[float],
+        score: float,
+        found: Sequence[Mention],
+    ) -> tuple[Mention, ...]:
+        """
+        The aspects of a text, sorted by id, from the features of each of
+        its sentences (L{sentence_features}), their scores, the text's
+        score as the lexicon reads it and the aspects the lexicon C{found}.
+        A text in which the lexicon reads no opinion at all has none: facts
+        alone ("they replaced the gutters in March") say nothing of any
+        aspect, whatever the tone of their words.
+        """
+        if not score:
+            return ()
+        weights = self._weights
+        width = len(self.aspects)
+        totals = self._bias[:]
+        by_sentence: list[list[float]] = []
+        seen: set[str] = set()
+        for features in sentences:
+            own = [0.0] * width
+            for feature in features:
+                if feature in seen:
+                    continue
+                seen.add(feature)
+                for column, weight in weights.get(feature, ()):
+                    own[column] += weight
+            by_sentence.append(own)
+            for column in range(width):
+                totals[column] += own[column]
+        lexicon = {mention[0]: mention for mention in found}
+        for aspect in lexicon:
+            for column, weight in weights.get(lexicon_feature(aspect), ()):
+                totals[column] += weight
+        decided: list[Mention] = []
+        for column, aspect in enumerate(self.aspects):
+            if totals[column] < self._cut:
+                continue
+            known = lexicon.get(aspect)
+            if known is not None:
+                decided.append(known)
+            elif by_sentence:
+                best = max(
+                    range(len(by_sentence)), key=lambda k: by_sentence[k][column]
+                )
+                value = self.side(sentences[best], sentence_scores[best], score)
+                decided.append((aspect, value, ()))
+        return tuple(sorted(decided))
+
+    def side(
+        self, features: Sequence[str], sentence_score: float, score: float
+    ) -> float:
+        """
+        The opinion of a sentence on an aspect the lexicon did not find, from
+        -1 to 1: twice the model's probability that it is favourable, less 1.
+        """
+        z = (
+            self._polarity_bias
+            + self._sentence_weight * sentence_score
+            + self._score_weight * score
+        )
+        polarity = self._polarity
+        for feature in set(features):
+            z += polarity.get(feature, 0.0)
+        return round(2.0 / (1.0 + math.exp(-z)) - 1.0, 4)
+
+
+def _raw(name: str) -> bytes:
+    return resources.files(__package__).joinpath(name).read_bytes()
+
+
+#: What a cached analysis depends on of the model: its weights' bytes.
+DETECTOR_DIGEST = hashlib.sha256(_raw("detector.json")).hexdigest()
+
+
+def load(aspect_ids: Sequence[str], name: str = "detector.json") -> Detector:
+    """The model shipped beside this module."""
+    return Detector(json.loads(_raw(name)), aspect_ids)
