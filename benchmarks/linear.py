@@ -10,8 +10,13 @@ once cannot carry a weight.  Folds depend on an example's id alone.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
-from collections.abc import Iterable, Sequence
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -105,3 +110,33 @@ def pruned(
         for feature, j in columns.items()
         if abs(coefficients[j]) >= smallest
     }
+
+
+def command(
+    argv: Sequence[str] | None,
+    doc: str,
+    output: Path,
+    parts: Iterable[Path],
+    train: Callable[[], dict[str, Any]],
+) -> int:
+    """
+    The command line of a script that fits shipped weights: C{--output FILE}
+    (C{output} by default) and C{--dry-run}; exit status 2 when a labelled
+    part is missing.
+    """
+    name = Path(sys.argv[0]).stem
+    parser = argparse.ArgumentParser(prog=name, description=doc.split("\n\n")[0])
+    parser.add_argument("--output", type=Path, default=output, metavar="FILE")
+    parser.add_argument("--dry-run", action="store_true", help="write nothing")
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in parts if not p.exists()]
+    if missing:
+        print(f"{name}: missing labelled parts {missing}", file=sys.stderr)
+        return 2
+    document = train()
+    if not args.dry_run:
+        args.output.write_text(
+            json.dumps(document, separators=(",", ":")) + "\n", "utf-8"
+        )
+        print(f"wrote {args.output}")
+    return 0

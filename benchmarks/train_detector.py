@@ -40,8 +40,6 @@ on).
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from evaluate_insights import PARTS, Item, load_part  # noqa: E402
 from linear import (  # noqa: E402
     FOLDS,
+    command,
     fit,
     fit_classes,
     fold,
@@ -532,26 +531,13 @@ def train(verbose: bool = True) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument(
-        "--output",
-        type=Path,
-        default=ROOT / "reviewsd" / "insights" / "detector.json",
-        metavar="FILE",
+    return command(
+        argv,
+        __doc__ or "",
+        ROOT / "reviewsd" / "insights" / "detector.json",
+        [PARTS[p] for p in (*FITTED, DEVELOPMENT)],
+        train,
     )
-    parser.add_argument("--dry-run", action="store_true", help="write nothing")
-    args = parser.parse_args(argv)
-    missing = [p for p in (*FITTED, DEVELOPMENT) if not PARTS[p].exists()]
-    if missing:
-        print(f"train_detector: missing parts {missing}", file=sys.stderr)
-        return 2
-    document = train()
-    if not args.dry_run:
-        args.output.write_text(
-            json.dumps(document, separators=(",", ":"), sort_keys=False) + "\n", "utf-8"
-        )
-        print(f"wrote {args.output}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -24,8 +24,6 @@ the mention rules or the demo business's keywords change.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,7 +36,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from evaluate_insights import PARTS, demo_business, load_part  # noqa: E402
-from linear import FOLDS, fit, fold, matrix, pruned, vocabulary  # noqa: E402
+from linear import (  # noqa: E402
+    FOLDS,
+    command,
+    fit,
+    fold,
+    matrix,
+    pruned,
+    vocabulary,
+)
 
 from reviewsd.data.mentions import Matcher  # noqa: E402
 from reviewsd.data.referrals import FORMAT  # noqa: E402
@@ -211,26 +217,13 @@ def train(verbose: bool = True) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument(
-        "--output",
-        type=Path,
-        default=ROOT / "reviewsd" / "data" / "referrals.json",
-        metavar="FILE",
+    return command(
+        argv,
+        __doc__ or "",
+        ROOT / "reviewsd" / "data" / "referrals.json",
+        [PARTS[p] for p in (*FITTED, DEVELOPMENT)],
+        train,
     )
-    parser.add_argument("--dry-run", action="store_true", help="write nothing")
-    args = parser.parse_args(argv)
-    missing = [p for p in (*FITTED, DEVELOPMENT) if not PARTS[p].exists()]
-    if missing:
-        print(f"train_referrals: missing parts {missing}", file=sys.stderr)
-        return 2
-    document = train()
-    if not args.dry_run:
-        args.output.write_text(
-            json.dumps(document, separators=(",", ":")) + "\n", "utf-8"
-        )
-        print(f"wrote {args.output}")
-    return 0
 
 
 if __name__ == "__main__":

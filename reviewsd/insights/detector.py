@@ -185,21 +185,15 @@ class Detector:
         if not score:
             return ()
         weights = self._weights
-        width = len(self.aspects)
         totals = self._bias[:]
-        by_sentence: list[list[float]] = []
-        seen: set[str] = set()
-        for features in sentences:
-            own = [0.0] * width
+        #: the sentence each feature first appears in (a feature counts once)
+        first: dict[str, int] = {}
+        for k, features in enumerate(sentences):
             for feature in features:
-                if feature in seen:
-                    continue
-                seen.add(feature)
-                for column, weight in weights.get(feature, ()):
-                    own[column] += weight
-            by_sentence.append(own)
-            for column in range(width):
-                totals[column] += own[column]
+                if feature not in first:
+                    first[feature] = k
+                    for column, weight in weights.get(feature, ()):
+                        totals[column] += weight
         lexicon = {mention[0]: mention for mention in found}
         for aspect in lexicon:
             for column, weight in weights.get(lexicon_feature(aspect), ()):
@@ -211,13 +205,21 @@ class Detector:
             known = lexicon.get(aspect)
             if known is not None:
                 decided.append(known)
-            elif by_sentence:
-                best = max(
-                    range(len(by_sentence)), key=lambda k: by_sentence[k][column]
-                )
+            elif sentences:
+                best = self._evidence(first, column, len(sentences))
                 value = self.side(sentences[best], sentence_scores[best], score)
                 decided.append((aspect, value, ()))
         return tuple(sorted(decided))
+
+    def _evidence(self, first: dict[str, int], column: int, count: int) -> int:
+        """The sentence whose features add most to one aspect's log-odds."""
+        added = [0.0] * count
+        weights = self._weights
+        for feature, k in first.items():
+            for other, weight in weights.get(feature, ()):
+                if other == column:
+                    added[k] += weight
+        return max(range(count), key=added.__getitem__)
 
     def side(
         self, features: Sequence[str], sentence_score: float, score: float
