@@ -296,11 +296,10 @@ class Analyser:
         scorer = self.scorer
         matches = scorer.find(scored)
         scores = [scorer.score(scored, s.start, s.end, matches) for s in found]
-        result = _Sentence(
-            sentence, found, scores, turned, sentence_features(words.words, ())
-        )
         if not found:
-            return result
+            return _Sentence(
+                sentence, found, scores, turned, sentence_features(words.words, ())
+            )
         holder = [0] * len(words)  # the segment of each word
         for k, segment in enumerate(found):
             holder[segment.first : segment.last + 1] = [k] * (
@@ -314,10 +313,15 @@ class Analyser:
                 if span is not None:
                     aspect_matches.extend((aspect, *span) for aspect in ids)
         cued = {holder[first] for _, first, _ in aspect_matches}
-        if aspect_matches:
-            result.features = sentence_features(
+        result = _Sentence(
+            sentence,
+            found,
+            scores,
+            turned,
+            sentence_features(
                 words.words, sorted({aspect for aspect, _, _ in aspect_matches})
-            )
+            ),
+        )
         opinions: list[bool] | None = None
         names: list[bool] | None = None
         for aspect, first, last in aspect_matches:
