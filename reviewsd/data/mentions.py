@@ -77,6 +77,12 @@ technician, so a few rules of reading come on top:
     L{DOUBLED_MIN} letters or more, with a letter written twice (C{Hanna}),
     on the same terms.
 
+What the rules keep is then weighed by a trained model of the words around
+each keyword (L{reviewsd.data.referrals}), which drops the services named
+only in passing in ways no rule spells out ("the shower kept going
+lukewarm until Tom replaced the mixing valve" is plumbing, not a bathroom
+remodel).
+
 The rules cost a few microseconds a text: terms and word lists are matched
 as character tries, and the words before a keyword are read backwards,
 anchored at the keyword.
@@ -469,9 +475,9 @@ _HIRED = "paid pay paying hired hire hiring".split()
 #: its keywords, those that say so rather than name an item of the list (a
 #: punch list is a stage of any larger job, so not one of them).
 _CATCH_ALL = "handyman"
+_LIST_WORDS = "handyman handymen honey do jobs repairs fixes tasks odd errands".split()
 #: The words beside a keyword, as the referrals model reads them.
 _WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
-_LIST_WORDS = "handyman handymen honey do jobs repairs fixes tasks odd errands".split()
 #: Words that say which one, not what kind: "the old valve" is still the
 #: service's, "the reversing valve" of a heat pump another service's part.
 _WHICH = (

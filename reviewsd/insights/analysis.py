@@ -104,8 +104,10 @@ class Analysis(NamedTuple):
         C{None} when the text has no sentence.
     @ivar sentence_scores: the score of every sentence, the weighted mean
         of its opinionated segments (0 when none is), in text order.
-    @ivar aspects: every aspect a segment with an opinion mentions, sorted
-        by id, with the weighted mean of those opinions.
+    @ivar aspects: the aspects the text gives an opinion on, sorted by id,
+        as the detector decides from the lexicon's reading: one the lexicon
+        found with the weighted mean of its segments' opinions and its
+        phrases; one the detector adds with the side it reads, no phrase.
     @ivar topics: the topic ids the text mentions, sorted.
     @ivar problems: every kind of problem whose cues appear, sorted by id,
         with the opinion and phrases of each segment that holds one of its
