@@ -151,7 +151,6 @@ import orjson
 from reviewsd import __version__
 from reviewsd.data.mentions import MATCHING_REVISION, Matcher
 from reviewsd.data.model import Business, Dataset, Review
-from reviewsd.insights.analysis import analyser
 from reviewsd.insights.cache import Entry, Mentions, ReviewCache
 from reviewsd.insights.data import (
     ASPECTS,
@@ -161,7 +160,7 @@ from reviewsd.insights.data import (
     TOPICS,
     VERSIONS,
 )
-from reviewsd.insights.detector import TONE_SCORE
+from reviewsd.insights.detector import DETECTOR_DIGEST, TONE_SCORE
 from reviewsd.insights.prose import Figures, faq, pull_quote, summary
 from reviewsd.insights.sentiment import (
     NEGATIVE_THRESHOLD,
@@ -182,7 +181,7 @@ MODEL = (
     f"+ domain lexicon v{VERSIONS['sentiment_lexicon.json']} + implicit outcomes "
     f"v{VERSIONS['outcomes.json']}; aspect taxonomy v{VERSIONS['aspects.json']}, "
     f"topics v{VERSIONS['topics.json']}, problems v{VERSIONS['problems.json']}; "
-    f"aspect detector and tone v{analyser().detector.document.get('version', 0)}; "
+    f"aspect detector and tone {DETECTOR_DIGEST[:12]}; "
     f"review verdict v{verdict_model().version})"
 )
 
