@@ -100,8 +100,7 @@ from typing import Any
 from attrs import frozen
 
 from reviewsd.data.model import Business
-from reviewsd.data.referrals import REFERRALS_DIGEST, Referrals
-from reviewsd.data.referrals import load as load_referrals
+from reviewsd.data.referrals import REFERRALS_DIGEST, Referrals, shipped
 
 
 @frozen
@@ -813,7 +812,7 @@ class Matcher:
     """
 
     def __init__(self, business: Business, referrals: Referrals | None = None) -> None:
-        self._referrals = referrals or load_referrals()
+        self._referrals = referrals or shipped()
         self._owners: dict[str, list[tuple[str, str]]] = {}
         for technician in business.technicians:
             for term in (technician.name, *technician.aliases):

@@ -84,3 +84,14 @@ REFERRALS_DIGEST = hashlib.sha256(_raw("referrals.json")).hexdigest()
 def load(name: str = "referrals.json") -> Referrals:
     """The model shipped beside this module."""
     return Referrals(json.loads(_raw(name)))
+
+
+_shipped: Referrals | None = None
+
+
+def shipped() -> Referrals:
+    """The process's shipped model, read on first use: one for every build."""
+    global _shipped
+    if _shipped is None:
+        _shipped = load()
+    return _shipped
