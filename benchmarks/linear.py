@@ -112,6 +112,18 @@ def pruned(
     }
 
 
+def figures(tp: int, found: int, labelled: int) -> dict[str, float]:
+    """Precision, recall and F1 of C{tp} hits among C{found} and C{labelled}."""
+    precision = tp / found if found else 0.0
+    recall = tp / labelled if labelled else 0.0
+    f1 = 2 * tp / (found + labelled) if found + labelled else 0.0
+    return {
+        "precision": round(precision, 4),
+        "recall": round(recall, 4),
+        "f1": round(f1, 4),
+    }
+
+
 def command(
     argv: Sequence[str] | None,
     doc: str,

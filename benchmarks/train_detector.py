@@ -56,6 +56,7 @@ from evaluate_insights import PARTS, Item, load_part  # noqa: E402
 from linear import (  # noqa: E402
     FOLDS,
     command,
+    figures,
     fit,
     fit_classes,
     fold,
@@ -325,12 +326,7 @@ class Counts:
         return 2 * tp / (found + self.labelled) if found + self.labelled else 0.0
 
     def figures(self, threshold: float) -> dict[str, float]:
-        tp, found = self.tp[threshold], self.found[threshold]
-        return {
-            "precision": round(tp / found, 4) if found else 0.0,
-            "recall": round(tp / self.labelled, 4) if self.labelled else 0.0,
-            "f1": round(self.f1(threshold), 4),
-        }
+        return figures(self.tp[threshold], self.found[threshold], self.labelled)
 
 
 def _opinionated(
@@ -397,13 +393,12 @@ def train(verbose: bool = True) -> dict[str, Any]:
     fitted = [Example(item) for part in FITTED for item in load_part(part)]
     dev = [Example(item) for item in load_part(DEVELOPMENT)]
     say(f"fitted parts {FITTED}: {len(fitted)} reviews; dev {len(dev)}")
-    lexicon = Counts()
-    lexicon.labelled = sum(len(e.aspects) for e in fitted)
-    for e in fitted:
-        for threshold in THRESHOLDS:
-            lexicon.found[threshold] += len(e.found)
-            lexicon.tp[threshold] += len(e.found & set(e.aspects))
-    say(f"the lexicon alone on them: {lexicon.figures(THRESHOLDS[0])}")
+    lexicon = figures(
+        sum(len(e.found & set(e.aspects)) for e in fitted),
+        sum(len(e.found) for e in fitted),
+        sum(len(e.aspects) for e in fitted),
+    )
+    say(f"the lexicon alone on them: {lexicon}")
     unread = [e for e in fitted if not e.lexicon_score]
     neutral = sum(e.sentiment == "neutral" for e in unread)
     say(
@@ -499,7 +494,7 @@ def train(verbose: bool = True) -> dict[str, Any]:
         "cross_validation": {
             "folds": FOLDS,
             "aspects": chosen,
-            "lexicon_alone": lexicon.figures(THRESHOLDS[0]),
+            "lexicon_alone": lexicon,
             "added_sides_agree": round(agree / total, 4) if total else None,
         },
         "aspects": ASPECT_IDS,

@@ -39,6 +39,7 @@ from evaluate_insights import PARTS, demo_business, load_part  # noqa: E402
 from linear import (  # noqa: E402
     FOLDS,
     command,
+    figures,
     fit,
     fold,
     matrix,
@@ -90,17 +91,6 @@ class Part:
 
     def labelled_where(self, test: Any) -> int:
         return sum(n for review_id, n in self.labelled.items() if test(review_id))
-
-
-def figures(tp: int, found: int, labelled: int) -> dict[str, float]:
-    precision = tp / found if found else 0.0
-    recall = tp / labelled if labelled else 0.0
-    f1 = 2 * tp / (found + labelled) if found + labelled else 0.0
-    return {
-        "precision": round(precision, 4),
-        "recall": round(recall, 4),
-        "f1": round(f1, 4),
-    }
 
 
 def fitted_on(

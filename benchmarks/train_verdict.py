@@ -75,7 +75,7 @@ FEATURES = [
     *(f"{t}*{g}" for t in TEXT for g in GROUPS),
 ]
 
-#: The calibration part the weights are fitted on, and the part added to it.
+#: The parts the weights are fitted on, and the part added to them at a weight.
 FITTED = ("calibrate", "train")
 DEVELOPMENT = "dev"
 #: What cross-validation chooses from: the L2 penalty and dev's weight.
