@@ -8,7 +8,9 @@ Generates N synthetic reviews deterministically (reviewsd/data/synthetic.py:
 the demo business's technicians, services and places in varied sentences
 of varied sentiment), then times:
 
-  - cold: a derivation with an empty cache (every text analysed);
+  - cold: a derivation with an empty cache (every text analysed), with the
+    daemon's default number of analysis processes unless --analysis-processes
+    says another (1: in this process only);
   - warm: the same data plus one new review, with the cache of the cold run;
   - load: a new ReviewCache reading the SQLite file the cold run saved, and a
     derivation with it (what a restart costs);
@@ -39,6 +41,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from reviewsd.config import Options  # noqa: E402
 from reviewsd.data.loading import DEMO_DATA, load_dataset  # noqa: E402
 from reviewsd.data.mentions import Matcher  # noqa: E402
 from reviewsd.data.model import (  # noqa: E402
@@ -51,6 +54,7 @@ from reviewsd.data.model import (  # noqa: E402
 from reviewsd.data.synthetic import generate  # noqa: E402
 from reviewsd.insights import ReviewCache, derive_insights  # noqa: E402
 from reviewsd.insights.analysis import analyse  # noqa: E402
+from reviewsd.insights.workers import AnalysisWorkers  # noqa: E402
 
 
 def synthetic(count: int, seed: int) -> Dataset:
@@ -143,7 +147,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reviews", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--analysis-processes", type=int, default=None)
     args = parser.parse_args()
+    options = Options()
+    options.parseOptions(
+        []
+        if args.analysis_processes is None
+        else ["--analysis-processes", str(args.analysis_processes)]
+    )
+    processes = options["analysis-processes"]
 
     agreement()
 
@@ -160,13 +172,13 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "insights-cache.sqlite"
-        cache = ReviewCache(path)
+        cache = ReviewCache(path, workers=AnalysisWorkers(processes))
         t = timer()
         document = derive_insights(dataset, matcher, cache, stamp)
         cold = time.perf_counter() - t
         print(
             f"cold: {cold:.2f} s, {len(dataset.reviews) / cold:,.0f} reviews/s "
-            f"({cache.analysed} analysed)"
+            f"({cache.analysed} analysed, {processes} analysis processes)"
         )
 
         t = timer()

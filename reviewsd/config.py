@@ -45,7 +45,17 @@ _NUMBERS: dict[str, tuple[type, int | float]] = {
     "idle-timeout": (float, IDLE_TIMEOUT),
     "receive-timeout": (float, RECEIVE_TIMEOUT),
     "shutdown-timeout": (float, 10.0),
+    "analysis-processes": (int, 4),
 }
+
+
+def _analysis_processes() -> int:
+    """
+    The CPUs this process may use, at most the default's cap: each worker
+    holds about 80 MiB while it lives.
+    """
+    return min(len(os.sched_getaffinity(0)), int(_NUMBERS["analysis-processes"][1]))
+
 
 _SWITCHES = {"access-log": True}
 """Options that are on or off: C{on}/C{off} on the command line, booleans in TOML."""
@@ -338,6 +348,15 @@ class Options(usage.Options):
             "Seconds requests in flight get to finish when the service stops "
             f"[default: {_NUMBERS['shutdown-timeout'][1]:g}].",
         ],
+        [
+            "analysis-processes",
+            None,
+            None,
+            "Processes that analyse review texts when thousands are new at once "
+            "(the first start, another data set); 1 analyses them in the "
+            "daemon's own thread [default: the CPUs it may use, at most "
+            f"{_NUMBERS['analysis-processes'][1]}].",
+        ],
     ]
 
     optFlags = [
@@ -483,6 +502,8 @@ class Options(usage.Options):
         self["state-dir"] = state
         if self["mcp-session-key"] is not None:
             self["mcp-session-key"] = Path(self["mcp-session-key"]).expanduser()
+        if self["analysis-processes"] is None:
+            self["analysis-processes"] = _analysis_processes()
         for name, (_, number) in _NUMBERS.items():
             self[name] = number if self[name] is None else _number(name, self[name])
         if not self["lease-min"] <= self["lease-default"] <= self["lease-max"]:

@@ -19,6 +19,7 @@ from reviewsd.config import Options, effective_configuration
 from reviewsd.data.links import HEALTH_PATH, HUB_PATH, MCP_PATH, METRICS_PATH, Links
 from reviewsd.data.loading import DataError, Reader
 from reviewsd.insights import ReviewCache
+from reviewsd.insights.workers import AnalysisWorkers
 from reviewsd.logs import AccessLog
 from reviewsd.mcp.resources import Catalogue
 from reviewsd.mcp.sessions import SessionKeyError, load_key
@@ -148,7 +149,10 @@ def _load(
         raise SystemExit(
             f"reviewsd: --state-dir {str(options['state-dir'])!r}: {e.strerror}"
         ) from None
-    cache = ReviewCache(options["state-dir"] / "insights-cache.sqlite3")
+    cache = ReviewCache(
+        options["state-dir"] / "insights-cache.sqlite3",
+        workers=AnalysisWorkers(options["analysis-processes"]),
+    )
     reader = Reader()  # kept, so that a reload re-reads only what changed
     try:
         snapshot = load_snapshot(options["data"], links, cache=cache, reader=reader)

@@ -333,6 +333,9 @@ class OperationsOptionsTests(Parsing):
             ),
             (60.0, 30.0, 10.0),
         )
+        self.assertEqual(
+            options["analysis-processes"], min(len(os.sched_getaffinity(0)), 4)
+        )
 
     def test_given(self) -> None:
         options = self.parse(
@@ -342,7 +345,10 @@ class OperationsOptionsTests(Parsing):
             "tcp:9464:interface=127.0.0.1",
             "--shutdown-timeout",
             "2.5",
+            "--analysis-processes",
+            "1",
         )
+        self.assertEqual(options["analysis-processes"], 1)
         self.assertIs(options["access-log"], False)
         self.assertEqual(options["metrics-listen"], "tcp:9464:interface=127.0.0.1")
         self.assertEqual(options["shutdown-timeout"], 2.5)
@@ -365,6 +371,10 @@ class OperationsOptionsTests(Parsing):
             (
                 ["--receive-timeout", "soon"],
                 "--receive-timeout 'soon': must be a number",
+            ),
+            (
+                ["--analysis-processes", "1.5"],
+                "--analysis-processes '1.5': must be a whole number",
             ),
         ]:
             self.assertIn(expected, self.error(*argv))

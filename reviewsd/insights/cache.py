@@ -30,7 +30,7 @@ import hashlib
 import sqlite3
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -173,7 +173,10 @@ def _names(names: Iterable[str]) -> tuple[str, ...]:
 class ReviewCache:
     """
     Per-review analyses keyed by (review id, SHA-256 of the text, engine
-    version); with a C{path}, persisted there as SQLite.
+    version); with a C{path}, persisted there as SQLite.  C{workers}, when
+    given, analyses a batch of new texts at once (L{prepare}): given the
+    texts, it returns their stored analyses, or C{None} to leave them to
+    C{analyser} one by one (L{reviewsd.insights.workers.AnalysisWorkers}).
 
     @ivar analysed: how many texts were analysed (cache misses) since
         construction.
@@ -186,9 +189,13 @@ class ReviewCache:
         path: Path | None = None,
         *,
         analyser: Callable[[str], Analysis] = analyse,
+        workers: Callable[[Sequence[str]], list[str] | None] | None = None,
     ) -> None:
         self.path = path
         self._analyse = analyser
+        self._workers = workers
+        #: Analyses L{prepare} made, by review id: (text, stored form).
+        self._prepared: dict[str, tuple[str, str]] = {}
         self._entries: dict[str, Entry] = {}
         self._dirty: set[str] = set()
         self._removed: set[str] = set()
@@ -214,25 +221,57 @@ class ReviewCache:
     def entry(self, review_id: str, text: str) -> Entry:
         """The entry for one review, analysing the text when needed."""
         with self._lock:
-            entry = self._entries.get(review_id)
+            entry = self._held(review_id, text)
             if entry is not None:
-                known = entry.text
-                if known is text or (
-                    known == text
-                    if known is not None
-                    else entry.digest == text_hash(text)
-                ):
-                    # Keep the newest string, so that older datasets' copies
-                    # of the same text can be freed.
-                    entry.text = text
-                    self.reused += 1
-                    return entry
+                self.reused += 1
+                return entry
             return self._analysed(review_id, text)[0]
+
+    def _held(self, review_id: str, text: str) -> Entry | None:
+        """The entry of C{review_id} if it holds the analysis of C{text}."""
+        entry = self._entries.get(review_id)
+        if entry is not None:
+            known = entry.text
+            if known is text or (
+                known == text if known is not None else entry.digest == text_hash(text)
+            ):
+                # Keep the newest string, so that older datasets' copies of
+                # the same text can be freed, and the next look is by identity.
+                entry.text = text
+                return entry
+        return None
+
+    def prepare(self, reviews: Iterable[tuple[str, str]]) -> None:
+        """
+        Have the workers analyse at once the texts of C{reviews} (review id,
+        text) that the cache holds no analysis of; L{entry} then takes each
+        as if it had just made it.  Without workers, or when they decline,
+        nothing is done.
+        """
+        if self._workers is None:
+            return
+        with self._lock:
+            missing = [(i, t) for i, t in reviews if self._held(i, t) is None]
+        self._prepared = {}
+        if not missing:
+            return
+        stored = self._workers([text for _, text in missing])
+        if stored is not None:
+            self._prepared = {
+                review_id: (text, raw)
+                for (review_id, text), raw in zip(missing, stored, strict=True)
+            }
 
     def _analysed(self, review_id: str, text: str) -> tuple[Entry, Analysis]:
         """A new entry for C{review_id}, with the analysis of C{text}."""
-        analysis = self._analyse(text)
-        entry = Entry(text_hash(text), to_stored(analysis), text=text)
+        prepared = self._prepared.pop(review_id, None)
+        if prepared is not None and prepared[0] == text:
+            raw = prepared[1]
+            analysis = from_stored(raw)
+        else:
+            analysis = self._analyse(text)
+            raw = to_stored(analysis)
+        entry = Entry(text_hash(text), raw, text=text)
         self.analysed += 1
         self._entries[review_id] = entry
         self._dirty.add(review_id)
@@ -308,6 +347,7 @@ class ReviewCache:
         """Forget the reviews not in C{review_ids} (deleted or unpublished)."""
         keep = set(review_ids)
         with self._lock:
+            self._prepared = {}
             for review_id in [r for r in self._entries if r not in keep]:
                 del self._entries[review_id]
                 self._dirty.discard(review_id)

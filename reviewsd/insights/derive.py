@@ -373,6 +373,10 @@ def _add_up(dataset: Dataset, matcher: Matcher, cache: ReviewCache) -> Tally:
     if not start:
         cache.checkpoint = None  # of no more use, and holding old memos
     mark = max(start, size - CHECKPOINT_DISTANCE)
+    # the texts this derivation reads, all at once for a cache with workers
+    cache.prepare(
+        (review.id, review.text) for review in reviews[: size - start] if review.text
+    )
     for ordinal in range(start, size):
         if ordinal == mark and mark > start:
             cache.checkpoint = Checkpoint(

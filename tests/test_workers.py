@@ -1,0 +1,156 @@
+"""
+Many new texts analysed at once in worker processes
+(reviewsd.insights.workers), and the cache's use of them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from twisted.internet import defer
+from twisted.logger import capturedLogs
+from twisted.trial.unittest import SynchronousTestCase
+
+from reviewsd.data.synthetic import write as write_synthetic
+from reviewsd.insights import ReviewCache
+from reviewsd.insights.analysis import analyse
+from reviewsd.insights.cache import to_stored
+from reviewsd.insights.workers import AnalysisWorkers
+
+from .support.daemon import DaemonTestCase, free_port
+from .test_insights import Counting, dataset, derive, record
+
+TEXTS = [
+    "Dev was on time and the new shower looks great.",
+    "Late and rude, and the faucet still drips.",
+    "Fair price for the furnace tune-up.",
+    "They replaced the gutters in March.",
+    "Mike found the leak two other plumbers missed!",
+    "Nice people, but it dragged on for months.",
+]
+
+
+def _die(text: str) -> str:
+    """A worker's task that kills its process."""
+    os._exit(3)
+
+
+class Recording:
+    """Workers that analyse in this process and record each batch."""
+
+    def __init__(self, decline: bool = False) -> None:
+        self.batches: list[list[str]] = []
+        self.decline = decline
+
+    def __call__(self, texts: Sequence[str]) -> list[str] | None:
+        self.batches.append(list(texts))
+        return None if self.decline else [to_stored(analyse(t)) for t in texts]
+
+
+class WorkersTests(SynchronousTestCase):
+    def test_same_as_this_process(self) -> None:
+        """
+        Worker processes give each text's analysis in the stored form this
+        process would have made, in the texts' order.
+        """
+        workers = AnalysisWorkers(2, smallest=len(TEXTS), chunk=2)
+        self.assertEqual(workers(TEXTS), [to_stored(analyse(t)) for t in TEXTS])
+        self.assertIsNone(workers.failure)
+
+    def test_too_few_for_processes(self) -> None:
+        """
+        Fewer texts than are worth starting processes for, or one process,
+        are left to the calling thread.
+        """
+        self.assertIsNone(AnalysisWorkers(2, smallest=len(TEXTS) + 1)(TEXTS))
+        self.assertIsNone(AnalysisWorkers(1, smallest=1)(TEXTS))
+
+    def test_dead_workers(self) -> None:
+        """
+        Workers that die leave the batch to the calling thread, and the log
+        and C{failure} say why.
+        """
+        workers = AnalysisWorkers(2, smallest=1, task=_die)
+        with capturedLogs() as events:
+            self.assertIsNone(workers(TEXTS))
+        assert workers.failure is not None
+        self.assertIn("BrokenProcessPool", workers.failure)
+        (event,) = [e for e in events if "worker processes failed" in e["log_format"]]
+        self.assertEqual(event["count"], len(TEXTS))
+
+
+class PreparedTests(SynchronousTestCase):
+    def records(self) -> list[dict[str, object]]:
+        return [record(n, text) for n, text in enumerate(TEXTS, 1)] + [record(99, None)]
+
+    def test_derivation_with_workers(self) -> None:
+        """
+        A derivation hands the texts the cache lacks to the workers in one
+        batch, uses their analyses and says what it says without them; a
+        later one hands over only the texts that changed.
+        """
+        counting, workers = Counting(), Recording()
+        cache = ReviewCache(analyser=counting, workers=workers)
+        document = derive(dataset(self.records()), cache)
+        self.assertEqual(document, derive(dataset(self.records())))
+        self.assertEqual([sorted(b) for b in workers.batches], [sorted(TEXTS)])
+        self.assertEqual((counting.texts, cache.analysed), ([], len(TEXTS)))
+        changed = self.records()
+        changed[0]["text"] = "Dev was early and the shower looks great."
+        derive(dataset(changed), cache)
+        self.assertEqual(
+            workers.batches[1:], [["Dev was early and the shower looks great."]]
+        )
+        self.assertEqual(counting.texts, [])
+
+    def test_declined(self) -> None:
+        """Workers that decline a batch leave it to the cache's analyser."""
+        counting, workers = Counting(), Recording(decline=True)
+        cache = ReviewCache(analyser=counting, workers=workers)
+        derive(dataset(self.records()), cache)
+        self.assertEqual(sorted(counting.texts), sorted(TEXTS))
+        self.assertEqual(len(workers.batches), 1)
+
+    def test_real_processes(self) -> None:
+        """A derivation with worker processes says what one without says."""
+        cache = ReviewCache(workers=AnalysisWorkers(2, smallest=2))
+        self.assertEqual(
+            derive(dataset(self.records()), cache), derive(dataset(self.records()))
+        )
+        self.assertEqual(cache.analysed, len(TEXTS))
+
+
+class DaemonTests(DaemonTestCase):
+    """The real daemon's first start on thousands of reviews."""
+
+    timeout = 120
+
+    @defer.inlineCallbacks
+    def test_first_start_in_processes(self) -> Any:
+        """
+        twistd analyses the texts of a first start in worker processes and
+        publishes their insights.
+        """
+        data = write_synthetic(Path(self.mktemp()).resolve(), 7_000)
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        yield self.start(
+            base,
+            "--listen",
+            f"tcp:{port}:interface=127.0.0.1",
+            "--data",
+            str(data),
+            "--analysis-processes",
+            "2",
+        )
+        response = yield self.client.get(base + "/insights.json")
+        self.assertEqual(response.code, 200)
+        insights = yield response.json()
+        output = self.daemon.output.decode()
+        self.assertRegex(output, r"analysed \d{4} texts in 2 worker processes in")
+        self.assertNotIn("worker processes failed", output)
+        self.assertGreater(insights["review_count"], 6_000)
+        self.assertTrue(insights["aspects"])
