@@ -54,7 +54,9 @@ def _analysis_processes() -> int:
     The CPUs this process may use, at most the default's cap: each worker
     holds about 80 MiB while it lives.
     """
-    return min(len(os.sched_getaffinity(0)), int(_NUMBERS["analysis-processes"][1]))
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux
+    cpus = len(affinity(0)) if affinity else os.cpu_count() or 1
+    return min(cpus, int(_NUMBERS["analysis-processes"][1]))
 
 
 _SWITCHES = {"access-log": True}

@@ -13,73 +13,18 @@ from typing import Any
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from reviewsd.data.documents import to_json
 from reviewsd.data.loading import DEMO_DATA, load_dataset
-from reviewsd.data.mentions import Matcher
 from reviewsd.data.model import (
     Dataset,
-    business_from_json,
-    newest_first,
-    review_from_json,
 )
 from reviewsd.data.overlay import InsightsOverlayError, apply_overlay, check_overlay
-from reviewsd.insights import INSIGHTS_VERSION, ReviewCache, derive_insights
-from reviewsd.insights.analysis import Analyser, Analysis, analyse
+from reviewsd.insights import INSIGHTS_VERSION, ReviewCache
+from reviewsd.insights.analysis import Analyser, analyse
 from reviewsd.insights.cache import from_stored, to_stored
 from reviewsd.insights.data import ASPECTS
 from reviewsd.insights.sentiment import label
 from reviewsd.insights.text import split_sentences
-
-STAMP = "2026-11-21T06:00:00Z"
-
-BUSINESS: dict[str, Any] = {
-    "name": "Test Builders",
-    "service_areas": ["Tigard", "Lake Oswego"],
-    "services": [
-        {"id": "roofing", "name": "Roofing", "keywords": ["roof", "gutters"]},
-        {
-            "id": "ac-repair",
-            "name": "Heating & Air Conditioning",
-            "keywords": ["AC", "A/C", "furnace"],
-        },
-    ],
-    "technicians": [
-        {"name": "Dev Patel", "aliases": ["Dev"]},
-        {"name": "Michael Reyes", "aliases": ["Mike", "Mike R."]},
-    ],
-}
-
-
-def record(
-    number: int, text: str | None, rating: int = 5, date: str = "2025-01-15"
-) -> dict[str, Any]:
-    return {
-        "id": f"r{number:03d}",
-        "author": f"Customer {number}",
-        "rating": rating,
-        "date": date,
-        "text": text,
-        "source": "google",
-        "verified": True,
-    }
-
-
-def dataset(
-    records: list[dict[str, Any]], business: dict[str, Any] | None = None
-) -> Dataset:
-    return Dataset(
-        business=business_from_json(BUSINESS if business is None else business),
-        reviews=newest_first([review_from_json(r) for r in records]),
-        unpublished=0,
-    )
-
-
-def derive(data: Dataset, cache: ReviewCache | None = None) -> dict[str, Any]:
-    """The document as published (C{per_review} comes as JSON already)."""
-    document = derive_insights(
-        data, Matcher(data.business), ReviewCache() if cache is None else cache, STAMP
-    )
-    return json.loads(to_json(document))
+from tests.support.insights import BUSINESS, STAMP, Counting, dataset, derive, record
 
 
 def aspect(document: dict[str, Any], aspect_id: str) -> dict[str, Any]:
@@ -90,17 +35,6 @@ def aspect(document: dict[str, Any], aspect_id: str) -> dict[str, Any]:
 def entity(document: dict[str, Any], kind: str, key: str, value: str) -> dict[str, Any]:
     (found,) = [e for e in document["entities"][kind] if e[key] == value]
     return found
-
-
-class Counting:
-    """An analyser that counts the texts it analyses."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def __call__(self, text: str) -> Analysis:
-        self.texts.append(text)
-        return analyse(text)
 
 
 class SentimentTests(SynchronousTestCase):

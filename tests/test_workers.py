@@ -19,9 +19,8 @@ from reviewsd.insights import ReviewCache
 from reviewsd.insights.analysis import analyse
 from reviewsd.insights.cache import to_stored
 from reviewsd.insights.workers import AnalysisWorkers
-
-from .support.daemon import DaemonTestCase, free_port
-from .test_insights import Counting, dataset, derive, record
+from tests.support.daemon import DaemonTestCase, free_port
+from tests.support.insights import Counting, dataset, derive, record
 
 TEXTS = [
     "Dev was on time and the new shower looks great.",
