@@ -116,10 +116,12 @@ class PreparedTests(SynchronousTestCase):
     def test_real_processes(self) -> None:
         """A derivation with worker processes says what one without says."""
         cache = ReviewCache(workers=AnalysisWorkers(2, smallest=2))
-        self.assertEqual(
-            derive(dataset(self.records()), cache), derive(dataset(self.records()))
-        )
+        with capturedLogs() as events:
+            document = derive(dataset(self.records()), cache)
+        self.assertEqual(document, derive(dataset(self.records())))
         self.assertEqual(cache.analysed, len(TEXTS))
+        (event,) = [e for e in events if e["log_namespace"].endswith("workers")]
+        self.assertEqual((event["count"], event["processes"]), (len(TEXTS), 2))
 
 
 class DaemonTests(DaemonTestCase):
