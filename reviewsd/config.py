@@ -32,6 +32,17 @@ DEFAULT_LISTEN = "tcp:8080:interface=127.0.0.1"
 
 _PATH_OPTIONS = ("data", "state-dir", "callback-ca", "mcp-session-key")
 
+#: The most analysis processes started by default: each holds about 80 MiB
+#: while it lives.
+MOST_ANALYSIS_PROCESSES = 4
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
+
+
 _NUMBERS: dict[str, tuple[type, int | float]] = {
     "lease-default": (int, 864000),
     "lease-min": (int, 300),
@@ -45,18 +56,8 @@ _NUMBERS: dict[str, tuple[type, int | float]] = {
     "idle-timeout": (float, IDLE_TIMEOUT),
     "receive-timeout": (float, RECEIVE_TIMEOUT),
     "shutdown-timeout": (float, 10.0),
-    "analysis-processes": (int, 4),
+    "analysis-processes": (int, min(_cpus(), MOST_ANALYSIS_PROCESSES)),
 }
-
-
-def _analysis_processes() -> int:
-    """
-    The CPUs this process may use, at most the default's cap: each worker
-    holds about 80 MiB while it lives.
-    """
-    affinity = getattr(os, "sched_getaffinity", None)  # Linux
-    cpus = len(affinity(0)) if affinity else os.cpu_count() or 1
-    return min(cpus, int(_NUMBERS["analysis-processes"][1]))
 
 
 _SWITCHES = {"access-log": True}
@@ -357,7 +358,7 @@ class Options(usage.Options):
             "Processes that analyse review texts when thousands are new at once "
             "(the first start, another data set); 1 analyses them in the "
             "daemon's own thread [default: the CPUs it may use, at most "
-            f"{_NUMBERS['analysis-processes'][1]}].",
+            f"{MOST_ANALYSIS_PROCESSES}].",
         ],
     ]
 
@@ -504,8 +505,6 @@ class Options(usage.Options):
         self["state-dir"] = state
         if self["mcp-session-key"] is not None:
             self["mcp-session-key"] = Path(self["mcp-session-key"]).expanduser()
-        if self["analysis-processes"] is None:
-            self["analysis-processes"] = _analysis_processes()
         for name, (_, number) in _NUMBERS.items():
             self[name] = number if self[name] is None else _number(name, self[name])
         if not self["lease-min"] <= self["lease-default"] <= self["lease-max"]:

@@ -18,7 +18,7 @@ from reviewsd.data.synthetic import write as write_synthetic
 from reviewsd.insights import ReviewCache
 from reviewsd.insights.analysis import analyse
 from reviewsd.insights.cache import to_stored
-from reviewsd.insights.workers import AnalysisWorkers
+from reviewsd.insights.workers import AnalysisWorkers, stored_analysis
 from tests.support.daemon import DaemonTestCase, free_port
 from tests.support.insights import Counting, dataset, derive, record
 
@@ -46,7 +46,7 @@ class Recording:
 
     def __call__(self, texts: Sequence[str]) -> list[str] | None:
         self.batches.append(list(texts))
-        return None if self.decline else [to_stored(analyse(t)) for t in texts]
+        return None if self.decline else [stored_analysis(t) for t in texts]
 
 
 class WorkersTests(SynchronousTestCase):
