@@ -187,6 +187,8 @@ class ShippedModelTests(SynchronousTestCase):
             (document(bias=[0.0]), "bias"),
             (document(threshold=0), "threshold"),
             (document(weights={"w late": [[99, 1.0]]}), "weights"),
+            # one column weighed twice: which weight would count?
+            (document(weights={"w late": [[0, 1.0], [0, 2.0]]}), "weights"),
             (document(polarity={"numbers": [0.0], "weights": {}}), "polarity"),
             (document(tone={"classes": ["good", "bad"]}), "tone"),
         ]:

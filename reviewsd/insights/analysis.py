@@ -365,8 +365,8 @@ def _names(words: Words, sentence: str) -> list[bool]:
 def _mean(pairs: Sequence[tuple[float, float]]) -> float:
     """The weighted mean of C{(value, weight)} pairs, rounded to 4 places."""
     return round(
-        sum(value * weight for value, weight in pairs)
-        / sum(weight for _, weight in pairs),
+        sum([value * weight for value, weight in pairs])
+        / sum([weight for _, weight in pairs]),
         4,
     )
 

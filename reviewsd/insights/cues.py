@@ -28,30 +28,37 @@ from reviewsd.insights.text import Words, normalise, word_list
 
 Match = tuple[str, int, int]
 
-_Index = dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]
+#: The cues beginning with each word, longest first: C{(length, the words
+#: after the first, owners)}; the words after the first are a list, to be
+#: compared with a slice of the sentence's words as they are.
+_Index = dict[str, list[tuple[int, list[str], tuple[str, ...]]]]
 
 
 def _index(pairs: dict[tuple[str, ...], list[str]]) -> _Index:
-    index: _Index = {}
+    index: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
     for words, owners in pairs.items():
         index.setdefault(words[0], []).append((words, tuple(dict.fromkeys(owners))))
     for candidates in index.values():
         candidates.sort(key=lambda c: (-len(c[0]), c[0]))
-    return index
+    return {
+        first: [(len(cue), list(cue[1:]), owners) for cue, owners in candidates]
+        for first, candidates in index.items()
+    }
 
 
 def _occurrences(index: _Index, words: list[str]) -> list[Match]:
     found: list[Match] = []
     if index.keys().isdisjoint(words):
         return found
-    hits = [i for i, word in enumerate(words) if word in index]
-    n = len(words)
-    for i in hits:
-        for cue, owners in index[words[i]]:
-            size = len(cue)
-            if size == 1 or (i + size <= n and tuple(words[i : i + size]) == cue):
-                for owner in owners:
-                    found.append((owner, i, i + size - 1))
+    for i, word in enumerate(words):
+        candidates = index.get(word)
+        if candidates is None:
+            continue
+        for size, rest, owners in candidates:
+            # a slice that runs past the last word is shorter than C{rest}
+            if size == 1 or words[i + 1 : i + size] == rest:
+                last = i + size - 1
+                found.extend((owner, i, last) for owner in owners)
     return found
 
 
@@ -84,6 +91,12 @@ class CueSet:
         Every match in a sentence, as C{(category id, first word, last word)},
         sorted.
         """
+        found = self._unsorted(words)
+        found.sort()
+        return found
+
+    def _unsorted(self, words: Words) -> list[Match]:
+        """Every match in a sentence, in no particular order."""
         found = _occurrences(self._cues, words.words)
         if self._patterns is not None:
             for start, end, index in self._patterns.finditer(words.folded):
@@ -101,9 +114,8 @@ class CueSet:
                         for x_owner, x_first, x_last in excluded
                     )
                 ]
-        found.sort()
         return found
 
     def ids(self, words: Words) -> set[str]:
         """The categories a sentence mentions."""
-        return {owner for owner, _, _ in self.find(words)}
+        return {owner for owner, _, _ in self._unsorted(words)}

@@ -29,7 +29,7 @@ neutral.
 
 The weights are C{detector.json}, fitted by C{benchmarks/train_detector.py}
 on labelled reviews; this module only reads them.  Deciding costs a dict
-look-up per word and word pair, in plain Python.
+look-up per distinct word and word pair, in plain Python.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
+from itertools import chain
 from typing import Any
 
 #: The shape of C{detector.json} this module reads.
@@ -60,11 +61,10 @@ def sentence_features(words: Sequence[str], cues: Iterable[str]) -> list[str]:
     C{"p <s> never"}), and each aspect whose cues it holds (C{"c pricing"}).
     """
     features = [f"w {w}" for w in words]
-    previous = "<s>"
-    for word in words:
-        features.append(f"p {previous} {word}")
-        previous = word
-    features.append(f"p {previous} </s>")
+    features += [
+        f"p {previous} {word}"
+        for previous, word in zip(["<s>", *words], [*words, "</s>"], strict=True)
+    ]
     features.extend(f"c {aspect}" for aspect in cues)
     return features
 
@@ -72,6 +72,22 @@ def sentence_features(words: Sequence[str], cues: Iterable[str]) -> list[str]:
 def lexicon_feature(aspect: str) -> str:
     """The feature of an aspect the lexicon found with an opinion."""
     return f"l {aspect}"
+
+
+def _well_formed(pairs: Any, width: int) -> bool:
+    """Whether C{pairs} is C{[[column, weight], ...]}, each column once."""
+    return (
+        isinstance(pairs, list)
+        and all(
+            isinstance(p, list)
+            and len(p) == 2
+            and type(p[0]) is int
+            and 0 <= p[0] < width
+            and isinstance(p[1], (int, float))
+            for p in pairs
+        )
+        and len({p[0] for p in pairs}) == len(pairs)
+    )
 
 
 def _table(
@@ -82,17 +98,32 @@ def _table(
         raise ValueError(f"detector model: {where} must be an object")
     table = {}
     for feature, pairs in value.items():
-        if not isinstance(pairs, list) or not all(
-            isinstance(p, list)
-            and len(p) == 2
-            and type(p[0]) is int
-            and 0 <= p[0] < width
-            and isinstance(p[1], (int, float))
-            for p in pairs
-        ):
+        if not _well_formed(pairs, width):
             raise ValueError(f"detector model: {where}[{feature!r}] is malformed")
         table[feature] = tuple((column, float(weight)) for column, weight in pairs)
     return table
+
+
+def _rows(
+    table: dict[str, tuple[tuple[int, float], ...]], width: int
+) -> dict[str, tuple[float, ...]]:
+    """
+    C{{feature: (weight of column 0, ..., weight of column width - 1)}},
+    a column the feature does not weigh as C{0.0}: the rows of a text's
+    features, transposed (in C), give each column's weights in the order
+    of the features, to be added in a tight loop (L{_totals}) rather than
+    pair by pair, each looked up by its column.  Adding C{0.0} leaves a
+    total as it was (but for the sign of a zero, which no comparison
+    tells), and each column still adds its weights in the same order: the
+    sums are the same.
+    """
+    rows = {}
+    for feature, pairs in table.items():
+        row = [0.0] * width
+        for column, weight in pairs:
+            row[column] = weight
+        rows[feature] = tuple(row)
+    return rows
 
 
 def _numbers(value: Any, width: int, where: str) -> list[float]:
@@ -124,7 +155,8 @@ class Detector:
             raise ValueError("detector model: threshold must be between 0 and 1")
         #: The threshold as log-odds: an aspect counts at or above it.
         self._cut = math.log(threshold / (1 - threshold))
-        self._weights = _table(document.get("weights"), width, "weights")
+        #: The weights of each feature, by aspect (L{_rows}).
+        self._weights = _rows(_table(document.get("weights"), width, "weights"), width)
         polarity = document.get("polarity")
         if not isinstance(polarity, dict):
             raise ValueError("detector model: polarity must be an object")
@@ -145,7 +177,10 @@ class Detector:
             raise ValueError("detector model: tone.threshold must be from 0.5 to 1")
         self._sure = float(sure)
         self._tone_bias = _numbers(tone.get("bias"), len(TONES), "tone.bias")
-        self._tone = _table(tone.get("weights"), len(TONES), "tone.weights")
+        #: The weights of each feature, by tone (L{_rows}).
+        self._tone = _rows(
+            _table(tone.get("weights"), len(TONES), "tone.weights"), len(TONES)
+        )
         self.document = document
 
     def tone(self, sentences: Sequence[Sequence[str]]) -> float:
@@ -153,11 +188,8 @@ class Detector:
         The score the words of a text the lexicon reads no opinion in give
         it: L{TONE_SCORE} on the side the model is sure enough of, else 0.
         """
-        values = self._tone_bias[:]
-        weights = self._tone
-        for feature in {f for features in sentences for f in features}:
-            for column, weight in weights.get(feature, ()):
-                values[column] += weight
+        distinct = {f for features in sentences for f in features}
+        values = _totals(self._tone_bias, map(self._tone.get, distinct))
         top = max(values)
         shares = [math.exp(v - top) for v in values]
         total = sum(shares)
@@ -185,19 +217,13 @@ class Detector:
         if not score:
             return ()
         weights = self._weights
-        totals = self._bias[:]
-        #: the sentence each feature first appears in (a feature counts once)
-        first: dict[str, int] = {}
-        for k, features in enumerate(sentences):
-            for feature in features:
-                if feature not in first:
-                    first[feature] = k
-                    for column, weight in weights.get(feature, ()):
-                        totals[column] += weight
         lexicon = {mention[0]: mention for mention in found}
-        for aspect in lexicon:
-            for column, weight in weights.get(lexicon_feature(aspect), ()):
-                totals[column] += weight
+        # the weights of each feature (once, where it first appears), then
+        # of each aspect the lexicon found
+        features, ends = _distinct(sentences)
+        rows = list(map(weights.get, features))
+        lexicon_rows = (weights.get(lexicon_feature(aspect)) for aspect in lexicon)
+        totals = _totals(self._bias, chain(rows, lexicon_rows))
         decided: list[Mention] = []
         for column, aspect in enumerate(self.aspects):
             if totals[column] < self._cut:
@@ -206,20 +232,10 @@ class Detector:
             if known is not None:
                 decided.append(known)
             elif sentences:
-                best = self._evidence(first, column, len(sentences))
+                best = _evidence(rows, ends, column)
                 value = self.side(sentences[best], sentence_scores[best], score)
                 decided.append((aspect, value, ()))
         return tuple(sorted(decided))
-
-    def _evidence(self, first: dict[str, int], column: int, count: int) -> int:
-        """The sentence whose features add most to one aspect's log-odds."""
-        added = [0.0] * count
-        weights = self._weights
-        for feature, k in first.items():
-            for other, weight in weights.get(feature, ()):
-                if other == column:
-                    added[k] += weight
-        return max(range(count), key=added.__getitem__)
 
     def side(
         self, features: Sequence[str], sentence_score: float, score: float
@@ -237,6 +253,60 @@ class Detector:
         for feature in set(features):
             z += polarity.get(feature, 0.0)
         return round(2.0 / (1.0 + math.exp(-z)) - 1.0, 4)
+
+
+def _totals(
+    bias: Sequence[float], rows: Iterable[tuple[float, ...] | None]
+) -> Sequence[float]:
+    """
+    Each column's bias plus its weight in each of C{rows} (L{_rows}; a
+    feature without weights is C{None}), added in their order.  A column
+    at a time: its weights are a tuple, and adding floats in a loop of
+    its own is the quickest Python does it.
+    """
+    weighed = list(filter(None, rows))
+    if not weighed:
+        return bias
+    totals = []
+    for column, total in zip(zip(*weighed, strict=True), bias, strict=True):
+        for weight in column:
+            total += weight
+        totals.append(total)
+    return totals
+
+
+def _distinct(sentences: Sequence[Sequence[str]]) -> tuple[list[str], list[int]]:
+    """
+    The features of a text's sentences, each once, where it first appears,
+    and where the features that first appear in each sentence end: those
+    of sentence C{k} are C{features[ends[k - 1]:ends[k]]}.  (A dict keeps a
+    key where it was first put, and puts new ones last.)
+    """
+    distinct: dict[str, None] = {}
+    ends = []
+    for features in sentences:
+        distinct.update(dict.fromkeys(features))
+        ends.append(len(distinct))
+    return list(distinct), ends
+
+
+def _evidence(
+    rows: Sequence[tuple[float, ...] | None], ends: Sequence[int], column: int
+) -> int:
+    """
+    The sentence whose features add most to one aspect's log-odds, from the
+    rows of the text's features (L{_distinct}; C{None} without weights).
+    """
+    added = []
+    start = 0
+    for end in ends:
+        total = 0.0
+        for row in rows[start:end]:
+            if row is not None:
+                total += row[column]
+        added.append(total)
+        start = end
+    return max(range(len(ends)), key=added.__getitem__)
 
 
 def _raw(name: str) -> bytes:

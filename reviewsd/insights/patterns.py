@@ -30,8 +30,12 @@ _MAX_BEGINNINGS = 400
 _ENOUGH = 6
 _SPECIAL = set(".^$*+?{}[]\\|()")
 _QUANTIFIER = re.compile(r"[?*+]|\{(\d*)(?:,(\d*))?\}")
-#: Up to this many patterns, one alternation of them is quicker.
-_FEW = 8
+#: Up to this many patterns, one alternation of them is quicker than the
+#: trie and the candidates.  Only one: an alternation tries each of its
+#: patterns at every place, and each word of their alternatives of words
+#: in turn (the aspects' six patterns, as one alternation, took half as
+#: long again on the labelled reviews).
+_FEW = 1
 #: How many beginnings' candidates are remembered (a few megabytes).
 _MEMO = 50_000
 #: Where a match may begin: not after a word character, and not at a space.
@@ -230,8 +234,8 @@ class PatternSet:
             if self._anywhere or not self._index
             else re.compile(rf"(?<!\w)(?={_trie(self._index)})")
         )
-        # A few patterns: one alternation is quicker than the trie and the
-        # candidates, and finds the same matches.
+        # Few patterns (L{_FEW}): one alternation is quicker than the trie
+        # and the candidates, and finds the same matches.
         self._few = (
             re.compile(
                 r"(?<!\w)(?:"
@@ -247,18 +251,18 @@ class PatternSet:
         """The patterns tried at every place (their beginnings unknown)."""
         return [self.sources[i] for i in self._anywhere]
 
-    def _candidates(self, text: str, at: int) -> list[int]:
-        """The patterns that may match at C{at}, in order."""
-        window = text[at : at + _ENOUGH]
-        found = self._memo.get(window)
-        if found is None:
-            index = self._index
-            merged = set(self._anywhere)
-            for size in self._lengths:
-                merged.update(index.get(window[:size], ()))
-            found = sorted(merged)
-            if len(self._memo) < _MEMO:
-                self._memo[window] = found
+    def _candidates(self, window: str) -> list[int]:
+        """
+        The patterns that may match where C{window} (the text's next
+        L{_ENOUGH} characters) begins, in order, remembered.
+        """
+        index = self._index
+        merged = set(self._anywhere)
+        for size in self._lengths:
+            merged.update(index.get(window[:size], ()))
+        found = sorted(merged)
+        if len(self._memo) < _MEMO:
+            self._memo[window] = found
         return found
 
     def finditer(self, text: str) -> Iterator[tuple[int, int, int]]:
@@ -268,12 +272,17 @@ class PatternSet:
                 yield found.start(), found.end(), int((found.lastgroup or "p0")[1:])
             return
         compiled = self._compiled
+        memo = self._memo
         pos = 0
         for start in self._places.finditer(text):
             at = start.start()
             if at < pos:
                 continue
-            for index in self._candidates(text, at):
+            window = text[at : at + _ENOUGH]
+            candidates = memo.get(window)  # looked up here: most are known
+            if candidates is None:
+                candidates = self._candidates(window)
+            for index in candidates:
                 m = compiled[index].match(text, at)
                 if m is not None:
                     pos = m.end()

@@ -30,7 +30,6 @@ from reviewsd.insights.data import (
 )
 
 _BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*(?:\s+|$)|\s*\n\s*")
-_LAST_WORD = re.compile(r"(\S+)$")
 _INITIAL = re.compile(r"(?<!\w)[A-Z]\.$")
 
 WORD = re.compile(r"\$?\w+(?:['’/-]\w+|[.,]\d+)*%?")
@@ -53,12 +52,13 @@ def split_sentences(text: str) -> list[str]:
     sentences: list[str] = []
     start = 0
     for m in _BOUNDARY.finditer(text):
-        if m.group()[0] == "." and "\n" not in m.group():
-            last = _LAST_WORD.search(text, start, m.start() + 1)
-            if last is not None and (
-                last.group(1).casefold() in ABBREVIATIONS
-                or _INITIAL.search(last.group(1))
-            ):
+        boundary = m.group()
+        if boundary[0] == "." and "\n" not in boundary:
+            # the word the period ends (str.split's white space is that of
+            # the regular expressions; a regular expression searching for
+            # it from the sentence's start tried every place before it)
+            last = text[start : m.start() + 1].rsplit(None, 1)[-1]
+            if last.casefold() in ABBREVIATIONS or _INITIAL.search(last):
                 continue
         _add(sentences, text[start : m.end()])
         start = m.end()
@@ -99,9 +99,10 @@ class Words:
     def __init__(self, folded: str) -> None:
         self.folded = folded
         found = list(WORD.finditer(folded))
-        self.starts = [m.start() for m in found]
-        self.ends = [m.end() for m in found]
-        words = [m.group() for m in found]
+        # the methods mapped over the matches: no Python frame per word
+        self.starts = list(map(re.Match.start, found))
+        self.ends = list(map(re.Match.end, found))
+        words = list(map(re.Match.group, found))
         if "'s" in folded:  # "work's fine": the cue "work"
             words = [w[:-2] if w.endswith("'s") else w for w in words]
         if not SPELLINGS.keys().isdisjoint(words):

@@ -76,15 +76,17 @@ class Vader:
         words = [_token(w) for w in text.split()]
         lowered = [w.lower() for w in words]
         lexicon = self._lexicon
-        if not any(low in lexicon for low in lowered):
+        if lexicon.keys().isdisjoint(lowered):
             return 0.0  # no word to weigh: every valence is 0, and so the sum
         capitals = sum(map(str.isupper, words))
         cap_diff = 0 < len(words) - capitals < len(words)
         sentiments: list[float] = []
         n = len(words)
         for i, low in enumerate(lowered):
-            if low in BOOSTER_DICT or (
-                low == "kind" and i < n - 1 and lowered[i + 1] == "of"
+            if (
+                low in BOOSTER_DICT
+                or (low == "kind" and i < n - 1 and lowered[i + 1] == "of")
+                or low not in lexicon  # _valence's 0, without the call
             ):
                 sentiments.append(0)
                 continue
