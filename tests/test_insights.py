@@ -1828,6 +1828,28 @@ class PhraseTests(SynchronousTestCase):
         self.assertNotIn("not book", phrases)
         self.assertNotIn("months past", phrases)
 
+    def test_whole_cues_end_finished(self) -> None:
+        """
+        A cue taken whole as a phrase does not end with an article or a
+        preposition ("tracked it down to a", "rolled his eyes at"); the
+        aspect is read all the same, with the phrases that are finished.
+        """
+        for text, aspect, phrases in [
+            (
+                "Priya tracked it down to a corroded wire behind the panel.",
+                "technical_knowledge",
+                (),
+            ),
+            (
+                "The installer rolled his eyes at every question we asked.",
+                "professionalism",
+                ("rolled his eyes",),
+            ),
+            ("The tech snapped at my husband when he asked.", "professionalism", ()),
+        ]:
+            found = {a: p for a, _, p in analyse(text).aspects}
+            self.assertEqual(found.get(aspect), phrases, text)
+
 
 class EntityFigureTests(SynchronousTestCase):
     def test_technician_figures_agree_with_stars(self) -> None:
