@@ -90,38 +90,26 @@ def _well_formed(pairs: Any, width: int) -> bool:
     )
 
 
-def _table(
-    value: Any, width: int, where: str
-) -> dict[str, tuple[tuple[int, float], ...]]:
-    """C{{feature: [[column, weight], ...]}}, checked, as tuples."""
+def _rows(value: Any, width: int, where: str) -> dict[str, tuple[float, ...]]:
+    """
+    C{{feature: [[column, weight], ...]}}, checked, as C{{feature: (weight
+    of column 0, ..., weight of column width - 1)}}, a column the feature
+    does not weigh as C{0.0}: the rows of a text's features, transposed (in
+    C), give each column's weights in the order of the features, to be
+    added in a tight loop (L{_totals}) rather than pair by pair, each looked
+    up by its column.  Adding C{0.0} leaves a total as it was (but for the
+    sign of a zero, which no comparison tells), and each column still adds
+    its weights in the same order: the sums are the same.
+    """
     if not isinstance(value, dict):
         raise ValueError(f"detector model: {where} must be an object")
-    table = {}
+    rows = {}
     for feature, pairs in value.items():
         if not _well_formed(pairs, width):
             raise ValueError(f"detector model: {where}[{feature!r}] is malformed")
-        table[feature] = tuple((column, float(weight)) for column, weight in pairs)
-    return table
-
-
-def _rows(
-    table: dict[str, tuple[tuple[int, float], ...]], width: int
-) -> dict[str, tuple[float, ...]]:
-    """
-    C{{feature: (weight of column 0, ..., weight of column width - 1)}},
-    a column the feature does not weigh as C{0.0}: the rows of a text's
-    features, transposed (in C), give each column's weights in the order
-    of the features, to be added in a tight loop (L{_totals}) rather than
-    pair by pair, each looked up by its column.  Adding C{0.0} leaves a
-    total as it was (but for the sign of a zero, which no comparison
-    tells), and each column still adds its weights in the same order: the
-    sums are the same.
-    """
-    rows = {}
-    for feature, pairs in table.items():
         row = [0.0] * width
         for column, weight in pairs:
-            row[column] = weight
+            row[column] = float(weight)
         rows[feature] = tuple(row)
     return rows
 
@@ -156,7 +144,7 @@ class Detector:
         #: The threshold as log-odds: an aspect counts at or above it.
         self._cut = math.log(threshold / (1 - threshold))
         #: The weights of each feature, by aspect (L{_rows}).
-        self._weights = _rows(_table(document.get("weights"), width, "weights"), width)
+        self._weights = _rows(document.get("weights"), width, "weights")
         polarity = document.get("polarity")
         if not isinstance(polarity, dict):
             raise ValueError("detector model: polarity must be an object")
@@ -178,9 +166,7 @@ class Detector:
         self._sure = float(sure)
         self._tone_bias = _numbers(tone.get("bias"), len(TONES), "tone.bias")
         #: The weights of each feature, by tone (L{_rows}).
-        self._tone = _rows(
-            _table(tone.get("weights"), len(TONES), "tone.weights"), len(TONES)
-        )
+        self._tone = _rows(tone.get("weights"), len(TONES), "tone.weights")
         self.document = document
 
     def tone(self, sentences: Sequence[Sequence[str]]) -> float:
