@@ -59,7 +59,6 @@ _NUMBERS: dict[str, tuple[type, int | float]] = {
     "analysis-processes": (int, min(_cpus(), MOST_ANALYSIS_PROCESSES)),
 }
 
-
 _SWITCHES = {"access-log": True}
 """Options that are on or off: C{on}/C{off} on the command line, booleans in TOML."""
 
