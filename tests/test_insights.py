@@ -1959,6 +1959,23 @@ class PatternSetTests(SynchronousTestCase):
             [(7, 19, 10)],
         )
 
+    def test_capturing_group_refused(self) -> None:
+        """
+        A pattern with a capturing group is refused by name when the set is
+        built: the matches' groups say which pattern matched.
+        """
+        import re
+
+        from reviewsd.insights.patterns import PatternSet
+
+        error = self.assertRaises(
+            ValueError, PatternSet, ["still leaks", "(leaks|drips) again"]
+        )
+        self.assertEqual(
+            str(error), "pattern '(leaks|drips) again': use (?:...) groups"
+        )
+        self.assertRaises(re.error, PatternSet, ["still (leaks"])
+
 
 class VaderTests(SynchronousTestCase):
     def test_same_compound_as_vader(self) -> None:

@@ -154,11 +154,11 @@ def _outcomes(document: Any) -> list[tuple[str, float, tuple[str, ...]]]:
         where = f"outcomes.json: outcomes[{i}]"
         valence = _valences({"valence": group.get("valence")}, where)["valence"]
         aspects = tuple(group.get("aspects", []))
+        # compiled, and refused if not a pattern, when first used
+        # (reviewsd.insights.patterns.PatternSet): a start with every text
+        # analysed already needs none of them
         for pattern in _strings(group.get("patterns"), f"{where}.patterns"):
-            expanded = expand(pattern)
-            if re.compile(expanded).groups:
-                raise ValueError(f"{where}.patterns[{pattern!r}]: use (?:...) groups")
-            found.append((expanded, valence, aspects))
+            found.append((expand(pattern), valence, aspects))
     return found
 
 

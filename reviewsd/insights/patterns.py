@@ -212,6 +212,9 @@ class PatternSet:
     def __init__(self, sources: Sequence[str], flags: int = 0) -> None:
         self.sources = tuple(sources)
         self._compiled = [re.compile(f"(?:{s})(?!\\w)", flags) for s in sources]
+        for source, compiled in zip(sources, self._compiled, strict=True):
+            if compiled.groups:
+                raise ValueError(f"pattern {source!r}: use (?:...) groups")
         self._index: dict[str, list[int]] = {}
         self._anywhere: list[int] = []
         for index, source in enumerate(self.sources):
