@@ -52,7 +52,7 @@ from reviewsd.data.model import (  # noqa: E402
     review_from_json,
 )
 from reviewsd.data.synthetic import generate  # noqa: E402
-from reviewsd.insights import ReviewCache, derive_insights  # noqa: E402
+from reviewsd.insights import MEMO_VERSION, ReviewCache, derive_insights  # noqa: E402
 from reviewsd.insights.analysis import analyse  # noqa: E402
 from reviewsd.insights.workers import AnalysisWorkers  # noqa: E402
 
@@ -172,7 +172,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "insights-cache.sqlite"
-        cache = ReviewCache(path, workers=AnalysisWorkers(processes))
+        cache = ReviewCache(
+            path, workers=AnalysisWorkers(processes), memo_version=MEMO_VERSION
+        )
         t = timer()
         document = derive_insights(dataset, matcher, cache, stamp)
         cold = time.perf_counter() - t
@@ -202,7 +204,7 @@ def main() -> None:
         biggest = added(bigger, 2)
         before_restart = resident()
         t = timer()
-        reloaded = ReviewCache(path)
+        reloaded = ReviewCache(path, memo_version=MEMO_VERSION)
         load = time.perf_counter() - t
         t = timer()
         again = derive_insights(biggest, matcher, reloaded, stamp)

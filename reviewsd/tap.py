@@ -18,7 +18,7 @@ from reviewsd import __version__
 from reviewsd.config import Options, effective_configuration
 from reviewsd.data.links import HEALTH_PATH, HUB_PATH, MCP_PATH, METRICS_PATH, Links
 from reviewsd.data.loading import DataError, Reader
-from reviewsd.insights import ReviewCache
+from reviewsd.insights import MEMO_VERSION, ReviewCache
 from reviewsd.insights.workers import AnalysisWorkers
 from reviewsd.logs import AccessLog
 from reviewsd.mcp.resources import Catalogue
@@ -32,7 +32,7 @@ from reviewsd.ops.metrics import Metrics
 from reviewsd.ops.signals import ReloadOnSignal
 from reviewsd.ops.systemd import Notifier, notify
 from reviewsd.publishing.build import load_snapshot
-from reviewsd.publishing.service import CurrentSnapshot, ReviewsData, save_cache
+from reviewsd.publishing.service import CurrentSnapshot, ReviewsData
 from reviewsd.publishing.watching import DirectoryWatcher
 from reviewsd.web.budget import ClientBudget, ConnectionCount
 from reviewsd.web.site import (
@@ -152,13 +152,13 @@ def _load(
     cache = ReviewCache(
         options["state-dir"] / "insights-cache.sqlite3",
         workers=AnalysisWorkers(options["analysis-processes"]),
+        memo_version=MEMO_VERSION,
     )
     reader = Reader()  # kept, so that a reload re-reads only what changed
     try:
         snapshot = load_snapshot(options["data"], links, cache=cache, reader=reader)
     except DataError as e:
         raise SystemExit(f"reviewsd: cannot publish the data: {e}") from None
-    save_cache(cache)
     return CurrentSnapshot(snapshot), cache, reader
 
 

@@ -18,7 +18,7 @@ from reviewsd.data.model import (
     Dataset,
 )
 from reviewsd.data.overlay import InsightsOverlayError, apply_overlay, check_overlay
-from reviewsd.insights import INSIGHTS_VERSION, ReviewCache
+from reviewsd.insights import INSIGHTS_VERSION, MEMO_VERSION, ReviewCache
 from reviewsd.insights.analysis import Analyser, analyse
 from reviewsd.insights.cache import from_stored, to_stored
 from reviewsd.insights.data import ASPECTS
@@ -825,6 +825,164 @@ class CacheTests(SynchronousTestCase):
             sorted(counting.texts[2:]),
             ["Great job!", "Great job, Dev!", "Late and rude."],
         )
+
+
+class MemoTests(SynchronousTestCase):
+    """
+    A cache given a memo version keeps each review's memo (its verdict and
+    C{per_review} member) in its file, and a start reads the memos rather
+    than making them again from the analyses.
+    """
+
+    def records(self) -> list[dict[str, Any]]:
+        return [
+            record(1, "Great job, Dev! The new roof looks sharp."),
+            record(2, "Late and rude, and the gutters still overflow.", rating=1),
+            record(3, "Fair price, and Mike cleaned up.", rating=4),
+            record(4, None),
+        ]
+
+    def saved(self, version: str = MEMO_VERSION) -> Path:
+        """A cache file of C{records()} with its memos, of C{version}."""
+        path = Path(self.mktemp())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cache = ReviewCache(path, memo_version=version)
+        derive(dataset(self.records()), cache)
+        cache.save()
+        return path
+
+    def broken_analyses(self, path: Path) -> None:
+        """Make every analysis in the file unreadable: only memos remain."""
+        connection = sqlite3.connect(path)
+        with connection:
+            connection.execute("UPDATE reviews SET analysis = '{not json'")
+        connection.close()
+
+    def test_start_reads_memos(self) -> None:
+        """
+        A new cache on the file derives the same document from the memos
+        alone: no text is analysed, no analysis is read.
+        """
+        path = self.saved()
+        self.broken_analyses(path)
+        counting = Counting()
+        again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
+        self.assertEqual(
+            derive(dataset(self.records()), again), derive(dataset(self.records()))
+        )
+        self.assertEqual(counting.texts, [])
+
+    def test_other_memo_version(self) -> None:
+        """
+        Memos of another version are not used: the analyses are read, the
+        memos made again and saved under the new version.
+        """
+        path = self.saved(version="older")
+        counting = Counting()
+        again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
+        expected = derive(dataset(self.records()))
+        self.assertEqual(derive(dataset(self.records()), again), expected)
+        self.assertEqual(counting.texts, [])
+        again.save()
+        self.broken_analyses(path)
+        third = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
+        self.assertEqual(derive(dataset(self.records()), third), expected)
+        self.assertEqual(counting.texts, [])
+
+    def test_stale_memos_cleared(self) -> None:
+        """
+        Saving under a new memo version clears the memos of the old one,
+        even of rows the save does not otherwise touch.
+        """
+        path = self.saved(version="older")
+        cache = ReviewCache(path, memo_version="newer")
+        cache.save()
+        connection = sqlite3.connect(path)
+        memos = connection.execute("SELECT memo, member FROM reviews").fetchall()
+        version = connection.execute(
+            "SELECT value FROM meta WHERE key = 'memos'"
+        ).fetchone()
+        connection.close()
+        self.assertEqual(memos, [(None, None)] * 3)
+        self.assertEqual(version, ("newer",))
+
+    def test_without_memo_version(self) -> None:
+        """A cache given no memo version reads the analyses, not the memos."""
+        path = self.saved()
+        self.broken_analyses(path)
+        counting = Counting()
+        again = ReviewCache(path, analyser=counting)
+        self.assertEqual(
+            derive(dataset(self.records()), again), derive(dataset(self.records()))
+        )
+        self.assertEqual(len(counting.texts), 3)
+
+    def test_new_stars(self) -> None:
+        """
+        A review whose stars changed since its memo was saved has its memo
+        made again, from its analysis; the new one is saved.
+        """
+        path = self.saved()
+        changed = self.records()
+        changed[0]["rating"] = 2
+        counting = Counting()
+        again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
+        expected = derive(dataset(changed))
+        self.assertEqual(derive(dataset(changed), again), expected)
+        self.assertEqual(counting.texts, [])
+        again.save()
+        self.broken_analyses(path)
+        third = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
+        self.assertEqual(derive(dataset(changed), third), expected)
+        self.assertEqual(counting.texts, [])
+
+    def test_new_mentions(self) -> None:
+        """
+        A business change makes each memo again with the new mentions,
+        without analysing any text; the memos saved are the new ones.
+        """
+        path = self.saved()
+        business = {
+            **BUSINESS,
+            "technicians": [{"name": "Dev Patel", "aliases": ["Dev", "Mike"]}],
+        }
+        counting = Counting()
+        again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
+        document = derive(dataset(self.records(), business), again)
+        self.assertEqual(
+            document["per_review"]["r003"]["mentions"]["technicians"], ["Dev Patel"]
+        )
+        again.save()
+        self.broken_analyses(path)
+        third = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
+        self.assertEqual(derive(dataset(self.records(), business), third), document)
+        self.assertEqual(counting.texts, [])
+
+    def test_not_a_memo(self) -> None:
+        """
+        A row whose memo is not one (not JSON, misshapen, or another
+        review's member) has its memo made again from the analysis.
+        """
+        expected = derive(dataset(self.records()))
+        for statement in [
+            "UPDATE reviews SET memo = '[1, 2' WHERE id = 'r002'",
+            "UPDATE reviews SET memo = '[1, 0.5, [[1]], [], [], []]' WHERE id = 'r002'",
+            "UPDATE reviews SET memo = '[\"5\", 0.5, [], [], [], []]'"
+            " WHERE id = 'r002'",
+            "UPDATE reviews SET member = (SELECT member FROM reviews"
+            " WHERE id = 'r001') WHERE id = 'r002'",
+            'UPDATE reviews SET member = CAST(\'"r002":{"sentiment"\' AS BLOB)'
+            " WHERE id = 'r002'",
+        ]:
+            path = self.saved()
+            connection = sqlite3.connect(path)
+            with connection:
+                connection.execute(statement)
+            connection.close()
+            counting = Counting()
+            again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
+            self.assertEqual(derive(dataset(self.records()), again), expected)
+            self.assertEqual(counting.texts, [], statement)
 
 
 class DeterminismTests(SynchronousTestCase):

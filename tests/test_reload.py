@@ -18,6 +18,7 @@ from twisted.logger import LogEvent, formatEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
 from reviewsd.data.links import Links
+from reviewsd.insights import MEMO_VERSION, ReviewCache
 from reviewsd.ops.signals import ReloadOnSignal
 from reviewsd.publishing.build import load_snapshot
 from reviewsd.publishing.service import CurrentSnapshot, ReviewsData
@@ -147,6 +148,52 @@ class ReloadTests(SynchronousTestCase):
         self.assertEqual(called, ["reload"])
         self.assertEqual(len(self.reactor.from_thread), 1)
         self.assertEqual(signal.getsignal(signal.SIGHUP), previous)
+
+
+class StartSaveTests(SynchronousTestCase):
+    """
+    The insights cache is saved once the daemon serves, in a worker thread;
+    reloads and stopping wait for that save.
+    """
+
+    def setUp(self) -> None:
+        self.dir = write_data(Path(self.mktemp()), [review(n) for n in range(5)])
+        self.path = Path(self.mktemp())
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.reactor = FakeReactor(immediate=False)
+        cache = ReviewCache(self.path, memo_version=MEMO_VERSION)
+        snapshot = load_snapshot(self.dir, Links(BASE), cache=cache)
+        self.data = ReviewsData(
+            self.dir, CurrentSnapshot(snapshot), reactor=self.reactor, cache=cache
+        )
+
+    def test_saved_in_a_thread(self) -> None:
+        """Nothing is written before the service starts, and then off the reactor."""
+        self.assertFalse(self.path.exists())
+        self.data.startService()
+        self.addCleanup(self.data.stopService)
+        self.assertFalse(self.path.exists())
+        self.reactor.run()
+        self.assertEqual(len(ReviewCache(self.path, memo_version=MEMO_VERSION)), 5)
+
+    def test_reload_waits_for_the_save(self) -> None:
+        self.data.startService()
+        self.addCleanup(self.data.stopService)
+        write_data(self.dir, [review(n) for n in range(6)])
+        reloaded = self.data.reload()
+        self.assertEqual(self.reactor.run(), 2, "the save and the word index")
+        self.assertNoResult(reloaded)
+        self.assertEqual(self.reactor.run(), 1, "then the reload")
+        self.assertIs(self.successResultOf(reloaded), True)
+        self.assertEqual(len(ReviewCache(self.path, memo_version=MEMO_VERSION)), 6)
+
+    def test_stop_waits_for_the_save(self) -> None:
+        self.data.startService()
+        stopped = self.data.stopService()
+        self.assertNoResult(stopped)
+        self.reactor.run()
+        self.successResultOf(stopped)
+        self.assertTrue(self.path.exists())
 
 
 class PollingWatcherTests(SynchronousTestCase):

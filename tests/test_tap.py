@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 from pathlib import Path
 
 import trustme
@@ -16,6 +17,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from reviewsd.config import base_url_for
 from reviewsd.data.loading import DEMO_DATA
+from reviewsd.insights import MEMO_VERSION
 from reviewsd.publishing.service import ReviewsData
 from reviewsd.tap import Options, makeService
 from reviewsd.websub import Hub
@@ -293,6 +295,29 @@ class MakeServiceTests(Parsing):
         options = self.options()
         makeService(options, MemoryReactorClock())
         self.assertTrue(options["state-dir"].is_dir())
+
+    def test_start_keeps_memos(self) -> None:
+        """
+        Once the daemon serves, the insights cache in the state directory
+        is saved with each review's memo, of this release's version, so
+        that the next start reads them.
+        """
+        options = self.options()
+        service = makeService(options, MemoryReactorWithThreads())
+        cache = options["state-dir"] / "insights-cache.sqlite3"
+        self.assertFalse(cache.exists())
+        service.privilegedStartService()
+        service.startService()
+        self.addCleanup(service.stopService)
+        connection = sqlite3.connect(cache)
+        self.addCleanup(connection.close)
+        [(version,)] = connection.execute("SELECT value FROM meta WHERE key = 'memos'")
+        [(rows, memos)] = connection.execute(
+            "SELECT count(*), count(memo) FROM reviews"
+        )
+        self.assertEqual(version, MEMO_VERSION)
+        self.assertEqual(memos, rows)
+        self.assertGreater(rows, 0)
 
     def test_bad_data_stops_start_up(self) -> None:
         """One line naming file, record and field; nothing listens."""

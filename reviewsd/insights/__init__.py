@@ -41,11 +41,12 @@ Modules, one concern each:
 from reviewsd.insights.analysis import ENGINE_VERSION
 from reviewsd.insights.cache import ReviewCache
 from reviewsd.insights.derive import INSIGHTS_VERSION, MODEL, derive_insights
-from reviewsd.insights.tally import share_per_review
+from reviewsd.insights.tally import MEMO_VERSION, share_per_review
 
 __all__ = [
     "ENGINE_VERSION",
     "INSIGHTS_VERSION",
+    "MEMO_VERSION",
     "MODEL",
     "ReviewCache",
     "derive_insights",

@@ -14,6 +14,12 @@ An analysis is stored in a compact JSON form that only L{to_stored} and
 L{from_stored} know; a change to that form bumps the file's schema, so
 that a file in the old one is discarded, as for another engine version.
 
+A cache given a C{memo_version} also keeps in the file what derivation
+made of each entry (its memo, L{reviewsd.insights.tally.Memo}: the verdict
+and the review's C{per_review} JSON), valid for that version and the
+entry's mentions; a start then reads the memos instead of the analyses,
+and makes none again.  Memos of another version are ignored and replaced.
+
 The file is this module's only I/O.  It is read once, at construction;
 L{ReviewCache.save} writes what changed since.  An analysis the file holds
 is not kept in memory too: derivation keeps what it made of it, and reads
@@ -32,7 +38,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -49,7 +55,7 @@ for every review.
 NOTHING: Mentions = ((), (), ())
 
 #: Bumped when the tables or the stored form of an analysis change.
-_SCHEMA = 2
+_SCHEMA = 3
 _MENTION_KEYS = ("technicians", "services", "areas")
 
 
@@ -125,6 +131,13 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+class StoredMemo(Protocol):
+    """What derivation makes of an entry, as the cache saves it."""
+
+    def stored(self) -> tuple[str, bytes]:
+        """The memo as the file keeps it: compact JSON, and raw bytes."""
+
+
 class Entry:
     """
     One review's analysis, as the JSON it is stored as (a tenth of the
@@ -133,7 +146,7 @@ class Entry:
     it.
     """
 
-    __slots__ = ("digest", "text", "raw", "mentions_key", "mentions", "memo")
+    __slots__ = ("digest", "text", "raw", "mentions_key", "mentions", "memo", "kept")
 
     def __init__(
         self,
@@ -150,8 +163,10 @@ class Entry:
         self.raw = raw
         self.mentions_key = mentions_key
         self.mentions = mentions
-        #: Derivation's memo of what this entry contributes (never stored).
+        #: Derivation's memo of what this entry contributes (L{remember}).
         self.memo: Any = None
+        #: The file's memo (L{StoredMemo.stored}), until derivation reads it.
+        self.kept: tuple[str, bytes] | None = None
 
 
 def _mentions_from_json(raw: str | None) -> Mentions | None:
@@ -177,6 +192,9 @@ class ReviewCache:
     given, analyses a batch of new texts at once (L{prepare}): given the
     texts, it returns their stored analyses, or C{None} to leave them to
     C{analyser} one by one (L{reviewsd.insights.workers.AnalysisWorkers}).
+    C{memo_version}, when given, is the version of derivation's memos
+    (L{reviewsd.insights.tally.MEMO_VERSION}) the file keeps beside the
+    analyses; without it, memos live in memory only.
 
     @ivar analysed: how many texts were analysed (cache misses) since
         construction.
@@ -190,8 +208,10 @@ class ReviewCache:
         *,
         analyser: Callable[[str], Analysis] = analyse,
         workers: Callable[[Sequence[str]], list[str] | None] | None = None,
+        memo_version: str | None = None,
     ) -> None:
         self.path = path
+        self._memo_version = memo_version
         self._analyse = analyser
         self._workers = workers
         #: Analyses L{prepare} made, by review id: (text, stored form).
@@ -200,6 +220,8 @@ class ReviewCache:
         self._dirty: set[str] = set()
         self._removed: set[str] = set()
         self._rewrite = False
+        #: Whether the file holds memos of another version, to be cleared.
+        self._stale_memos = False
         self._lock = threading.RLock()
         self._file: sqlite3.Connection | None = None  # for reading back
         self.analysed = 0
@@ -334,9 +356,16 @@ class ReviewCache:
             technicians, services, areas = map(_names, find())
             entry.mentions = (technicians, services, areas)
             entry.mentions_key = key
-            entry.memo = None
+            entry.memo = entry.kept = None
             self._dirty.add(review_id)
             return entry.mentions
+
+    def remember(self, review_id: str, entry: Entry, memo: StoredMemo) -> None:
+        """Keep derivation's new memo of C{entry}, to be saved with it."""
+        with self._lock:
+            entry.memo = memo
+            entry.kept = None
+            self._dirty.add(review_id)
 
     def mentioned(self, review_id: str) -> Mentions:
         """What the review's text was last found to mention."""
@@ -363,7 +392,7 @@ class ReviewCache:
             self._entries.clear()
             self._dirty.clear()
             self._removed.clear()
-            self._rewrite = False
+            self._rewrite = self._stale_memos = False
             if self.path is None or not self.path.exists():
                 self._rewrite = self.path is not None
                 return
@@ -380,8 +409,7 @@ class ReviewCache:
                 return
             self._entries = entries
 
-    @staticmethod
-    def _read(path: Path) -> dict[str, Entry] | None:
+    def _read(self, path: Path) -> dict[str, Entry] | None:
         connection = _connect_read_only(path)
         try:
             meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
@@ -389,23 +417,35 @@ class ReviewCache:
                 ENGINE_VERSION
             ):
                 return None
+            memos = meta.get("memos")
+            usable = memos is not None and memos == self._memo_version
+            self._stale_memos = not usable and None not in (memos, self._memo_version)
             entries = {}
             # most rows name the same few things: each text is read once
             known: dict[str | None, Mentions | None] = {}
+            # an analysis is read with its entry only where no memo stands
+            # for it; the others, when used (ReviewCache.read)
             rows = connection.execute(
-                "SELECT id, digest, analysis, mentions_key, mentions FROM reviews"
+                "SELECT id, digest, CASE WHEN memo IS NULL THEN analysis END,"
+                " mentions_key, mentions, memo, member FROM reviews"
+                if usable
+                else "SELECT id, digest, analysis, mentions_key, mentions,"
+                " NULL, NULL FROM reviews"
             )
-            for review_id, digest, analysis, mentions_key, mentions in rows:
-                # analyses are read when used (ReviewCache.read)
-                if not isinstance(analysis, str):
-                    raise ValueError(f"entry {review_id!r} is not an analysis")
+            for review_id, digest, analysis, mentions_key, mentions, *memo in rows:
                 if mentions in known:
                     found = known[mentions]
                 else:
                     found = known[mentions] = _mentions_from_json(mentions)
                 # one business fingerprint for all, not one string per row
                 key = None if found is None else sys.intern(mentions_key)
-                entries[review_id] = Entry(digest, analysis, key, found)
+                entry = entries[review_id] = Entry(digest, analysis, key, found)
+                held, member = memo
+                if held is None:
+                    if not isinstance(analysis, str):
+                        raise ValueError(f"entry {review_id!r} is not an analysis")
+                elif found is not None and isinstance(member, bytes):
+                    entry.kept = (held, member)
             return entries
         finally:
             connection.close()
@@ -421,7 +461,7 @@ class ReviewCache:
             return
         with self._lock, paused():
             self._close_file()
-            if self._rewrite or self._dirty or self._removed:
+            if self._rewrite or self._dirty or self._removed or self._stale_memos:
                 if not self._rewrite:
                     try:
                         self._write(self.path, full=False)
@@ -435,10 +475,10 @@ class ReviewCache:
                     self._write(self.path, full=True)
                 self._dirty.clear()
                 self._removed.clear()
-                self._rewrite = False
-            # the file holds every analysis now
+                self._rewrite = self._stale_memos = False
+            # the file holds every analysis, and every memo read, now
             for entry in self._entries.values():
-                entry.raw = None
+                entry.raw = entry.kept = None
 
     def _recover(self, path: Path) -> None:
         """
@@ -477,34 +517,49 @@ class ReviewCache:
                     )
                     connection.execute(
                         "CREATE TABLE reviews (id TEXT PRIMARY KEY, digest TEXT,"
-                        " analysis TEXT, mentions_key TEXT, mentions TEXT)"
+                        " analysis TEXT, mentions_key TEXT, mentions TEXT,"
+                        " memo TEXT, member BLOB)"
                     )
                     connection.executemany(
                         "INSERT INTO meta VALUES (?, ?)",
                         [("schema", str(_SCHEMA)), ("engine", ENGINE_VERSION)],
                     )
                 else:
+                    if self._stale_memos:
+                        connection.execute(
+                            "UPDATE reviews SET memo = NULL, member = NULL"
+                        )
                     connection.executemany(
                         "DELETE FROM reviews WHERE id = ?",
                         [(r,) for r in sorted(self._removed)],
                     )
+                if self._memo_version is not None:
+                    connection.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('memos', ?)",
+                        (self._memo_version,),
+                    )
                 rows = [self._row(review_id) for review_id in ids]
-                # a row whose analysis the file holds changed its mentions only
+                # a row whose analysis the file holds changed the rest only
                 connection.executemany(
-                    "INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [row for row in rows if row[2] is not None],
                 )
                 connection.executemany(
-                    "UPDATE reviews SET mentions_key = ?, mentions = ? WHERE id = ?",
-                    [(row[3], row[4], row[0]) for row in rows if row[2] is None],
+                    "UPDATE reviews SET mentions_key = ?, mentions = ?, memo = ?,"
+                    " member = ? WHERE id = ?",
+                    [(*row[3:], row[0]) for row in rows if row[2] is None],
                 )
         finally:
             connection.close()
 
-    def _row(
-        self, review_id: str
-    ) -> tuple[str, str, str | None, str | None, str | None]:
+    def _row(self, review_id: str) -> tuple[Any, ...]:
         entry = self._entries[review_id]
+        memo: tuple[str | None, bytes | None] = (None, None)
+        if entry.mentions is not None and self._memo_version is not None:
+            if entry.memo is not None:
+                memo = entry.memo.stored()
+            elif entry.kept is not None:
+                memo = entry.kept
         return (
             review_id,
             entry.digest,
@@ -513,6 +568,7 @@ class ReviewCache:
             None
             if entry.mentions is None
             else _to_json(dict(zip(_MENTION_KEYS, entry.mentions, strict=True))),
+            *memo,
         )
 
 

@@ -409,8 +409,9 @@ def _memo(
     cache: ReviewCache,
 ) -> Memo:
     """
-    What C{review} contributes, when its cache C{entry} has no memo for it:
-    the text is new, or its stars or the business fingerprint C{key}
+    What C{review} contributes, when its cache C{entry} has no memo for it
+    in memory: the one the cache's file kept, or one made from the analysis
+    when the text is new, or its stars or the business fingerprint C{key}
     changed.
     """
     review_id = review.id
@@ -418,12 +419,16 @@ def _memo(
     if entry.mentions_key != key or entry.mentions is None:
         cache.mentions(review_id, entry, key, find)  # and forgets the memo
     memo: Memo | None = entry.memo
+    if memo is None and entry.kept is not None and entry.mentions is not None:
+        memo = entry.memo = Memo.from_stored(review_id, entry.kept, entry.mentions)
+        entry.kept = None
     if memo is None or memo.rating != review.rating:
         entry, analysis = cache.read(review_id, entry)
         mentions = entry.mentions
         if entry.mentions_key != key or mentions is None:  # a new entry
             mentions = cache.mentions(review_id, entry, key, find)
-        memo = entry.memo = Memo(review_id, analysis, mentions, review.rating)
+        memo = Memo(review_id, analysis, mentions, review.rating)
+        cache.remember(review_id, entry, memo)
     return memo
 
 

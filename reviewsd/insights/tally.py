@@ -6,7 +6,9 @@ which L{reviewsd.insights.derive} computes the document.
 A memo lives on the review's cache entry between derivations, with the
 review's C{per_review} member as JSON, so that a derivation costs a pass
 over the memos and the reviews analysed anew; once the document is
-published, that JSON is a view of its bytes (L{share_per_review}).
+published, that JSON is a view of its bytes (L{share_per_review}).  The
+cache's file keeps it too (L{Memo.stored}), so that a start reads it back
+rather than making it again from the analysis.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from reviewsd._version import __version__
 from reviewsd.data.model import Business, Review
 from reviewsd.insights.analysis import Analysis, AspectMention
 from reviewsd.insights.cache import Mentions, ReviewCache
@@ -32,7 +35,7 @@ from reviewsd.insights.sentiment import (
     with_stars,
 )
 from reviewsd.insights.temporal import MonthTally, month_key
-from reviewsd.insights.verdict import model
+from reviewsd.insights.verdict import VERDICT_DIGEST, model
 
 EXAMPLES = 5
 #: Top phrases come from the newest mentions only, at most this many per
@@ -73,6 +76,17 @@ def counted_problems(
         if hit:
             counted.append((intern(problem), tuple(map(intern, phrases))))
     return tuple(counted)
+
+
+#: Bumped when what a memo holds, or its stored form, changes.
+MEMO_REVISION = 1
+
+#: What a memo kept in the cache's file is valid for, beside its analysis,
+#: stars and mentions: its form, the verdict's weights, and the release,
+#: whose code writes the C{per_review} member.
+MEMO_VERSION = (
+    f"{MEMO_REVISION}-verdict-{VERDICT_DIGEST[:16]}-reviewsd-{__version__.public()}"
+)
 
 
 class Memo:
@@ -122,6 +136,67 @@ class Memo:
             [problem for problem, _ in self.problems],
             mentions,
         )
+
+    def stored(self) -> tuple[str, bytes]:
+        """
+        The memo as the cache's file keeps it: a JSON array of the rating,
+        score, aspects, problems, topics and quotes, and the member's JSON.
+        L{from_stored} reads it back, for the same mentions.
+        """
+        held = [
+            self.rating,
+            self.score,
+            self.aspects,
+            self.problems,
+            self.topics,
+            self.quotes,
+        ]
+        return orjson.dumps(held).decode("utf-8"), bytes(self.json)
+
+    @classmethod
+    def from_stored(
+        cls, review_id: str, stored: tuple[str, bytes], mentions: Mentions
+    ) -> Memo | None:
+        """
+        The memo L{stored} kept, with C{mentions}; C{None} when C{stored}
+        is not a memo of C{review_id}'s, to be made again.
+        """
+        held, json = stored
+        if not json.startswith(orjson.dumps(review_id) + b':{"') or json[-1:] != b"}":
+            return None
+        try:
+            rating, score, aspects, problems, topics, quotes = orjson.loads(held)
+            if type(rating) is not int or not (
+                score is None or type(score) in (float, int)
+            ):
+                return None
+            memo = cls.__new__(cls)
+            memo.rating = rating
+            memo.score = score
+            memo.aspects = tuple(
+                [
+                    (intern(aspect), value, tuple(map(intern, phrases)))
+                    for aspect, value, phrases in aspects
+                ]
+            )
+            memo.problems = tuple(
+                [
+                    (intern(problem), tuple(map(intern, phrases)))
+                    for problem, phrases in problems
+                ]
+            )
+            memo.topics = tuple(map(intern, topics))
+            memo.quotes = tuple(
+                [
+                    (sentence, compound, tuple(map(intern, aspect_ids)))
+                    for sentence, compound, aspect_ids in quotes
+                ]
+            )
+        except (TypeError, ValueError):
+            return None
+        memo.mentions = mentions
+        memo.json = json
+        return memo
 
 
 def rated_aspects(

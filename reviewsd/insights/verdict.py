@@ -22,6 +22,7 @@ Python.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
@@ -241,10 +242,17 @@ class Model:
         return magnitude if verdict == "positive" else -magnitude
 
 
+def _raw(name: str) -> bytes:
+    return resources.files(__package__).joinpath(name).read_bytes()
+
+
 def load(name: str = "verdict.json") -> Model:
     """The model shipped beside this module."""
-    raw = resources.files(__package__).joinpath(name).read_bytes()
-    return Model(json.loads(raw))
+    return Model(json.loads(_raw(name)))
+
+
+#: The weights' digest: what a review's label, once made, is valid for.
+VERDICT_DIGEST = hashlib.sha256(_raw("verdict.json")).hexdigest()
 
 
 _model: Model | None = None
