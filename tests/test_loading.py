@@ -22,6 +22,7 @@ from twisted.internet.utils import getProcessOutputAndValue
 from twisted.logger import LogEvent, LogLevel, formatEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 
+from reviewsd.data.fields import InvalidField
 from reviewsd.data.links import Links
 from reviewsd.data.loading import (
     DEMO_DATA,
@@ -30,7 +31,7 @@ from reviewsd.data.loading import (
     Reader,
     load_dataset,
 )
-from reviewsd.data.model import REVIEW_FIELDS, Review
+from reviewsd.data.model import REVIEW_FIELDS, Review, review_from_json
 from reviewsd.data.openapi import SCHEMAS
 from reviewsd.mcp.tools import Tools
 from reviewsd.publishing.build import load_snapshot
@@ -223,6 +224,20 @@ class LoadingTests(SynchronousTestCase):
             )
         message = self.error([review(1, author_avatar_url="javascript:alert(1)")])
         self.assertIn("field 'author_avatar_url'", message)
+
+    def test_url_characters(self) -> None:
+        """
+        A URL with white space or a control character anywhere is refused;
+        any other character, printable or not, is accepted.
+        """
+        blank = [c for c in map(chr, range(0x3001)) if c.isspace() or c < " "]
+        self.assertEqual(len(blank), 52)
+        for c in blank:
+            record = review(1, source_url=f"https://example.com/r?q={c}x")
+            self.assertRaises(InvalidField, review_from_json, record)
+        for c in ["é", "例", "🙂", "\u200b", "\u00ad", "\ue000", "\x7f"]:
+            record = review(1, source_url=f"https://example.com/r?q={c}")
+            self.assertEqual(review_from_json(record).source_url, record["source_url"])
 
     def test_business_checks(self) -> None:
         cases = [

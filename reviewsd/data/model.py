@@ -139,15 +139,23 @@ def _nonempty(value: object, field: str) -> str:
 def _url(value: object, field: str) -> str:
     text = string(value, field)
     parts = urlsplit(text)
-    if (
-        parts.scheme not in ("http", "https")
-        or not parts.hostname
-        or any(c.isspace() or ord(c) < 0x20 for c in text)
-    ):
+    if parts.scheme not in ("http", "https") or not parts.hostname or _blank(text):
         raise InvalidField(
             field, f"must be an absolute http(s) URL, got {describe(value)}"
         )
     return text
+
+
+def _blank(text: str) -> bool:
+    """
+    Whether C{text} holds white space or a control character.  Each such
+    character but the space is unprintable, so text that is printable and
+    spaceless has none: only other text, rare, is read a character at a
+    time (a long URL takes a microsecond, not ten).
+    """
+    if text.isprintable() and " " not in text:
+        return False
+    return any(c.isspace() or ord(c) < 0x20 for c in text)
 
 
 def _date(value: object, field: str) -> datetime.date:
