@@ -8,9 +8,11 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import random
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import lxml.html
@@ -224,6 +226,53 @@ class LoadingTests(SynchronousTestCase):
             )
         message = self.error([review(1, author_avatar_url="javascript:alert(1)")])
         self.assertIn("field 'author_avatar_url'", message)
+
+    def test_urls_urlsplit_refuses(self) -> None:
+        """
+        A URL that Python's parser refuses outright (a host that NFKC turns
+        into a path, unclosed brackets) is a field error naming the record,
+        not a traceback.
+        """
+        for bad in ("https://exa\uff0fmple.com/x", "http://[::1/x", "https://[x]y/"):
+            message = self.error([review(1), review(2, source_url=bad)])
+            self.assertIn(
+                "record [1] (id 'r0002'): field 'source_url': must be an absolute"
+                " http(s) URL",
+                message,
+            )
+
+    def test_url_oracle(self) -> None:
+        """
+        Over thousands of URL-like strings, a URL is accepted exactly when
+        it has no white space or control character, Python's parser takes
+        it, its scheme is http or https, and it names a host.
+        """
+
+        def accepted(text: str) -> bool:
+            if any(c.isspace() or c < " " for c in text):
+                return False
+            try:
+                parts = urlsplit(text)
+            except ValueError:
+                return False
+            return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+        randomly = random.Random(7)
+        pieces = ["http", "https", "HTTP", "ftp", ":", "//", "/", "?", "#", "@"]
+        pieces += ["[", "]", "::1", "a", "b.c", "x-y", "8080", ":80", "%20", "_"]
+        pieces += [" ", "\t", "é", "\uff0f", "\u200b", "\\", ".", "~", "'"]
+        checked = 0
+        for _ in range(20_000):
+            text = "".join(randomly.choices(pieces, k=randomly.randint(1, 9)))
+            for url in (text, "https://" + text, "http://" + text):
+                try:
+                    review_from_json(review(1, source_url=url))
+                except InvalidField:
+                    self.assertFalse(accepted(url), url)
+                else:
+                    self.assertTrue(accepted(url), url)
+                    checked += 1
+        self.assertGreater(checked, 5_000)
 
     def test_url_characters(self) -> None:
         """
