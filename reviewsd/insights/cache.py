@@ -432,7 +432,8 @@ class ReviewCache:
                 else "SELECT id, digest, analysis, mentions_key, mentions,"
                 " NULL, NULL FROM reviews"
             )
-            for review_id, digest, analysis, mentions_key, mentions, *memo in rows:
+            for row in rows:
+                review_id, digest, analysis, mentions_key, mentions, held, member = row
                 if mentions in known:
                     found = known[mentions]
                 else:
@@ -440,7 +441,6 @@ class ReviewCache:
                 # one business fingerprint for all, not one string per row
                 key = None if found is None else sys.intern(mentions_key)
                 entry = entries[review_id] = Entry(digest, analysis, key, found)
-                held, member = memo
                 if held is None:
                     if not isinstance(analysis, str):
                         raise ValueError(f"entry {review_id!r} is not an analysis")

@@ -16,8 +16,9 @@ Every list of words lives in a data file, never in code:
 
 L{DATA_DIGEST} hashes the bytes of all of them, so editing any data file
 changes L{reviewsd.insights.analysis.ENGINE_VERSION} and invalidates every
-cached per-review analysis.  The files are package data: reading them at
-import is the only file access outside L{reviewsd.insights.cache}.
+cached per-review analysis.  The files are package data, read at import;
+L{shipped} also reads the trained weights for the modules that use them.
+Apart from those, the only file access is L{reviewsd.insights.cache}'s.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ class Category:
     exclude: tuple[str, ...] = ()
 
 
-def _read(name: str) -> bytes:
+def shipped(name: str) -> bytes:
+    """The bytes of a file shipped beside these modules (data, weights)."""
     return resources.files(__package__).joinpath(name).read_bytes()
 
 
@@ -123,12 +125,12 @@ def _valences(value: Any, where: str) -> dict[str, float]:
     return out
 
 
-_raw = {name: _read(name) for name in DATA_FILES}
+_raw = {name: shipped(name) for name in DATA_FILES}
 
 #: How the analysis compares with careful human readers (C{measured.json}),
 #: for the document's C{method}: not part of L{DATA_DIGEST}, for it says
 #: how good the analysis is, not what it does.
-MEASURED: dict[str, Any] = json.loads(_read("measured.json").decode("utf-8"))
+MEASURED: dict[str, Any] = json.loads(shipped("measured.json").decode("utf-8"))
 _documents = {name: json.loads(raw.decode("utf-8")) for name, raw in _raw.items()}
 
 DATA_DIGEST = hashlib.sha256(

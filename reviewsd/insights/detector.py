@@ -38,9 +38,10 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import resources
 from itertools import chain
 from typing import Any
+
+from reviewsd.insights.data import shipped
 
 #: The shape of C{detector.json} this module reads.
 FORMAT = 1
@@ -295,14 +296,10 @@ def _evidence(
     return max(range(len(ends)), key=added.__getitem__)
 
 
-def _raw(name: str) -> bytes:
-    return resources.files(__package__).joinpath(name).read_bytes()
-
-
 #: What a cached analysis depends on of the model: its weights' bytes.
-DETECTOR_DIGEST = hashlib.sha256(_raw("detector.json")).hexdigest()
+DETECTOR_DIGEST = hashlib.sha256(shipped("detector.json")).hexdigest()
 
 
 def load(aspect_ids: Sequence[str], name: str = "detector.json") -> Detector:
     """The model shipped beside this module."""
-    return Detector(json.loads(_raw(name)), aspect_ids)
+    return Detector(json.loads(shipped(name)), aspect_ids)

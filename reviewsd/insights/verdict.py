@@ -25,10 +25,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from importlib import resources
 from typing import Any
 
 from reviewsd.insights.analysis import Analysis
+from reviewsd.insights.data import shipped
 from reviewsd.insights.sentiment import (
     NEGATIVE_THRESHOLD,
     OPEN,
@@ -242,17 +242,13 @@ class Model:
         return magnitude if verdict == "positive" else -magnitude
 
 
-def _raw(name: str) -> bytes:
-    return resources.files(__package__).joinpath(name).read_bytes()
-
-
 def load(name: str = "verdict.json") -> Model:
     """The model shipped beside this module."""
-    return Model(json.loads(_raw(name)))
+    return Model(json.loads(shipped(name)))
 
 
 #: The weights' digest: what a review's label, once made, is valid for.
-VERDICT_DIGEST = hashlib.sha256(_raw("verdict.json")).hexdigest()
+VERDICT_DIGEST = hashlib.sha256(shipped("verdict.json")).hexdigest()
 
 
 _model: Model | None = None
