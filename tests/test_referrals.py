@@ -119,6 +119,26 @@ class ModelTests(SynchronousTestCase):
                 Referrals(bad)
             self.assertIn(message, str(raised.exception))
 
+    def test_how_often_named(self) -> None:
+        """
+        The model reads how often, and by how many different keywords, a
+        text names a service: one the story keeps coming back to is its
+        subject, one named once may be in passing.
+        """
+        often = Matcher(DEMO, Referrals(document(weights={"names 2": 2.0})))
+        self.assertEqual(services(often, "They redid the roof."), set())
+        self.assertEqual(
+            services(often, "They redid the roof. The roof is tight now."),
+            {"roofing"},
+        )
+        varied = Matcher(DEMO, Referrals(document(weights={"terms 2": 2.0})))
+        self.assertEqual(
+            services(varied, "They redid the roof. The roof is tight now."), set()
+        )
+        self.assertEqual(
+            services(varied, "They redid the roof and the gutters."), {"roofing"}
+        )
+
     def test_matcher_applies_the_model(self) -> None:
         """The matcher keeps a service only where its model says so."""
         never = Matcher(DEMO, Referrals(document(bias=-10.0)))

@@ -1105,8 +1105,10 @@ class Matcher:
         features: whether the rules keep it (the services named most
         plainly: outright, failing those as what failed, failing those as
         places), how plainly it and the text's services are named, its
-        keywords, the two words on either side of each, and how many
-        services the text holds and the rules keep.
+        keywords, the two words on either side of each, how often and by
+        how many different keywords the text names it (a service a story
+        keeps coming back to is its subject), and how many services the
+        text holds and the rules keep.
         """
         found = self._services(folded, backwards, spans)
         if not found:
@@ -1114,6 +1116,7 @@ class Matcher:
         ends = {start: end for start, end, _ in spans}
         plainest: dict[str, int] = {}
         context: dict[str, list[str]] = {}
+        named: dict[str, list[str]] = {}
         for start, owners, plainness, term in found:
             end = ends.get(start, start + len(term))
             before = _WORDS.findall(folded, max(0, start - 40), start)[-2:]
@@ -1126,6 +1129,7 @@ class Matcher:
             for owner in owners:
                 plainest[owner] = max(plainness, plainest.get(owner, -1))
                 context.setdefault(owner, []).extend(words)
+                named.setdefault(owner, []).append(term)
         tier = max(plainest.values())
         kept = {o for o, p in plainest.items() if p >= 0 and p == tier}
         common = [
@@ -1139,6 +1143,8 @@ class Matcher:
                 [
                     "rule" if owner in kept else "not rule",
                     f"plain {plainness}",
+                    f"names {min(len(named[owner]), 4)}",
+                    f"terms {min(len(set(named[owner])), 3)}",
                     *common,
                     *context[owner],
                 ],
