@@ -24,14 +24,14 @@ the aspects the lexicon found with an opinion):
 
 They are fitted on the parts the lexicon was never written against (the
 calibration part and the training part up to LAST_FITTED, of
-benchmarks/insights_eval/), with the
-development part added at a weight: the lexicon reads dev better than
-fresh text, so a model fitted on dev alone would trust it too much.  The L2
-penalty, dev's weight and the threshold are chosen by cross-validation on
-those parts (dev always on the training side, the words kept those of the
-training side), by micro F1 of the aspects; the held-out part is never
-read here.  A feature is kept when at least three reviews hold it;
-weights smaller than PRUNE are left out of the file.
+benchmarks/insights_eval/), with the development part added at a weight:
+the lexicon reads dev better than fresh text, so a model fitted on dev
+alone would trust it too much.  The L2 penalty, dev's weight and the
+threshold are chosen by cross-validation on those parts (dev always on the
+training side, the words kept those of the training side), by micro F1 of
+the aspects; the held-out part is never read here.  A feature is kept
+when at least three reviews hold it; weights smaller than PRUNE are left
+out of the file.
 
 Deterministic: the same labels, analysis and code always write the same
 file.  Run it again whenever the lexicon, the patterns or the analysis
