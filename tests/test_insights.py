@@ -14,11 +14,10 @@ from typing import Any
 from twisted.trial.unittest import SynchronousTestCase
 
 from reviewsd.data.loading import DEMO_DATA, load_dataset
-from reviewsd.data.model import (
-    Dataset,
-)
+from reviewsd.data.model import Dataset, newest_first, review_from_json
 from reviewsd.data.overlay import InsightsOverlayError, apply_overlay, check_overlay
 from reviewsd.insights import INSIGHTS_VERSION, MEMO_VERSION, ReviewCache
+from reviewsd.insights import derive as derive_module
 from reviewsd.insights.analysis import Analyser, analyse
 from reviewsd.insights.cache import from_stored, to_stored
 from reviewsd.insights.data import ASPECTS
@@ -983,6 +982,199 @@ class MemoTests(SynchronousTestCase):
             again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
             self.assertEqual(derive(dataset(self.records()), again), expected)
             self.assertEqual(counting.texts, [], statement)
+
+
+class CheckpointTests(SynchronousTestCase):
+    """
+    The cache's file keeps derivation's checkpoint with the memos it adds
+    up: a start whose older reviews are those it was made from adds up only
+    the newer ones; any other start adds up every review, and the document
+    is always the one derived from nothing.
+    """
+
+    def setUp(self) -> None:
+        # the checkpoint leaves out the two newest reviews
+        self.patch(derive_module, "CHECKPOINT_DISTANCE", 2)
+
+    def records(self) -> list[dict[str, Any]]:
+        texts = [
+            "Great job, Dev! The new roof looks sharp.",
+            None,
+            "Late and rude, and the gutters still overflow.",
+            "Fair price, and Mike cleaned up. The AC works again.",
+            "Dev came back twice and the leak is still there.",
+            "Friendly crew in Tigard, fixed the furnace fast.",
+        ]
+        ratings = [5, 4, 1, 4, 2, 5]
+        return [
+            record(n, text, rating=stars, date=f"2025-0{n}-15")
+            for n, (text, stars) in enumerate(zip(texts, ratings, strict=True), 1)
+        ]
+
+    def saved(self, records: list[dict[str, Any]]) -> Path:
+        path = Path(self.mktemp())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cache = ReviewCache(path, memo_version=MEMO_VERSION)
+        derive(dataset(records), cache)
+        cache.save()
+        return path
+
+    def change(self, path: Path, statement: str) -> None:
+        connection = sqlite3.connect(path)
+        with connection:
+            connection.execute(statement)
+        connection.close()
+
+    def older_unreadable(self, path: Path) -> None:
+        """
+        Make the analyses and memos of the four oldest reviews unreadable,
+        their C{per_review} members aside: only the checkpoint stands for
+        what they contribute.
+        """
+        self.change(
+            path,
+            "UPDATE reviews SET analysis = '{not json', memo = '[1, 2'"
+            " WHERE id IN ('r001', 'r002', 'r003', 'r004')",
+        )
+
+    def test_start_adds_up_only_the_newer(self) -> None:
+        """
+        A start over the file adds up only the reviews after the checkpoint:
+        the older ones' memos and analyses are never read, and the document
+        is the one derived from nothing.
+        """
+        path = self.saved(self.records())
+        self.older_unreadable(path)
+        counting = Counting()
+        again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
+        self.assertEqual(
+            derive(dataset(self.records()), again), derive(dataset(self.records()))
+        )
+        self.assertEqual(counting.texts, [])
+        self.assertEqual(len(again.checkpoint.reviews), 4)
+
+    def test_older_reviews_changed(self) -> None:
+        """
+        The checkpoint is not used when any review it added up changed, is
+        gone, or has an older one beside it, nor when the business did.
+        """
+        business = {
+            **BUSINESS,
+            "technicians": [{"name": "Dev Patel", "aliases": ["Dev", "Mike"]}],
+        }
+
+        def stars(records: list[dict[str, Any]]) -> None:
+            records[2]["rating"] = 5
+
+        def text(records: list[dict[str, Any]]) -> None:
+            records[0]["text"] = "Dev never showed up."
+
+        def moved(records: list[dict[str, Any]]) -> None:
+            records[2]["date"] = "2024-12-15"
+
+        def gone(records: list[dict[str, Any]]) -> None:
+            del records[1]
+
+        def older(records: list[dict[str, Any]]) -> None:
+            records.append(record(9, "Mike was rude.", rating=1, date="2024-01-01"))
+
+        for edit in (stars, text, moved, gone, older, None):
+            records = self.records()
+            if edit is not None:
+                edit(records)
+            path = self.saved(self.records())
+            again = ReviewCache(path, memo_version=MEMO_VERSION)
+            owner = business if edit is None else None
+            self.assertEqual(
+                derive(dataset(records, owner), again),
+                derive(dataset(records, owner)),
+                edit,
+            )
+
+    def test_not_a_checkpoint(self) -> None:
+        """
+        A checkpoint that does not read as one, or a file from before they
+        were kept, starts from the oldest review, with the same document.
+        """
+        expected = derive(dataset(self.records()))
+        for statement in [
+            "UPDATE checkpoint SET value = CAST('{\"revision\": 1' AS BLOB)",
+            "UPDATE checkpoint SET value = CAST('[]' AS BLOB)",
+            "UPDATE checkpoint SET value = CAST(replace(CAST(value AS TEXT),"
+            " '\"scores\":[', '\"scores\":[0.5,') AS BLOB)",
+            "UPDATE checkpoint SET value = 'text, not bytes'",
+            "UPDATE checkpoint SET members = CAST('\"r001\":{' AS BLOB)",
+            "UPDATE checkpoint SET members = NULL",
+            "DROP TABLE checkpoint",
+        ]:
+            path = self.saved(self.records())
+            self.change(path, statement)
+            again = ReviewCache(path, memo_version=MEMO_VERSION)
+            self.assertEqual(derive(dataset(self.records()), again), expected)
+            self.assertEqual(len(again.checkpoint.reviews), 4, statement)
+
+    def test_memos_read_back_for_every_review(self) -> None:
+        """
+        After a start from the checkpoint and a save, a change among the
+        older reviews adds up every review again: their memos are read back
+        from the file, not made again from their analyses.
+        """
+        path = self.saved(self.records())
+        counting = Counting()
+        again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
+        derive(dataset(self.records()), again)
+        again.save()
+        self.change(path, "UPDATE reviews SET analysis = '{not json'")
+        changed = self.records()
+        del changed[1]  # the one without text: every text keeps its memo
+        self.assertEqual(derive(dataset(changed), again), derive(dataset(changed)))
+        self.assertEqual(counting.texts, [])
+
+    def test_newer_reviews_keep_the_file_checkpoint(self) -> None:
+        """
+        Newer reviews leave the file's checkpoint as it is, for it still
+        holds, until it is as many reviews behind as the checkpoint leaves
+        out; a start from it adds up those newer reviews too.
+        """
+
+        def stored(path: Path) -> bytes:
+            connection = sqlite3.connect(path)
+            (value,) = connection.execute("SELECT value FROM checkpoint").fetchone()
+            connection.close()
+            return bytes(value)
+
+        records = self.records()
+        path = self.saved(records)
+        first = stored(path)
+        cache = ReviewCache(path, memo_version=MEMO_VERSION)
+        data = dataset(records)
+        derive(data, cache)
+        for number, kept in ((7, True), (8, False)):
+            # as a reload reads them: the same objects for the same records
+            newer = review_from_json(
+                record(number, "Mike fixed it.", date=f"2025-0{number}-20")
+            )
+            data = Dataset(data.business, newest_first([newer, *data.reviews]), 0)
+            derive(data, cache)
+            cache.save()
+            self.assertEqual(stored(path) == first, kept, number)
+            again = ReviewCache(path, memo_version=MEMO_VERSION)
+            self.assertEqual(derive(data, again), derive(data))
+
+    def test_saved_with_the_memos(self) -> None:
+        """
+        Each save writes the checkpoint of the last derivation; a derivation
+        that leaves none (too few reviews) clears the file's.
+        """
+        path = self.saved(self.records())
+        cache = ReviewCache(path, memo_version=MEMO_VERSION)
+        self.assertIsNotNone(cache.stored_checkpoint)
+        derive(dataset(self.records()[:2]), cache)
+        cache.save()
+        self.assertIsNone(
+            ReviewCache(path, memo_version=MEMO_VERSION).stored_checkpoint
+        )
+        self.assertIsNone(ReviewCache(path, memo_version="other").stored_checkpoint)
 
 
 class DeterminismTests(SynchronousTestCase):

@@ -152,8 +152,9 @@ class ReloadTests(SynchronousTestCase):
 
 class StartSaveTests(SynchronousTestCase):
     """
-    The insights cache is saved once the daemon serves, in a worker thread;
-    reloads and stopping wait for that save.
+    The insights cache is saved once the daemon serves, and once each reload
+    has swapped its data in, in a worker thread; reloads and stopping wait
+    for that save.
     """
 
     def setUp(self) -> None:
@@ -185,7 +186,30 @@ class StartSaveTests(SynchronousTestCase):
         self.assertNoResult(reloaded)
         self.assertEqual(self.reactor.run(), 1, "then the reload")
         self.assertIs(self.successResultOf(reloaded), True)
+        self.assertEqual(self.reactor.run(), 1, "then its save")
         self.assertEqual(len(ReviewCache(self.path, memo_version=MEMO_VERSION)), 6)
+
+    def test_reload_serves_before_its_save(self) -> None:
+        """
+        A reload's new data serves, and those waiting for it hear so, before
+        the cache is saved; the next reload waits for that save.
+        """
+        self.data.startService()
+        self.addCleanup(self.data.stopService)
+        self.reactor.run()
+        write_data(self.dir, [review(n) for n in range(6)])
+        reloaded = self.data.reload()
+        self.assertEqual(self.reactor.run(), 1)
+        self.assertIs(self.successResultOf(reloaded), True)
+        self.assertEqual(len(self.data.snapshot.dataset.reviews), 6)
+        self.assertEqual(len(ReviewCache(self.path, memo_version=MEMO_VERSION)), 5)
+        write_data(self.dir, [review(n) for n in range(7)])
+        again = self.data.reload()
+        self.assertEqual(self.reactor.run(), 1, "the first reload's save")
+        self.assertNoResult(again)
+        self.assertEqual(len(ReviewCache(self.path, memo_version=MEMO_VERSION)), 6)
+        self.assertEqual(self.reactor.run(), 1, "then the second reload")
+        self.assertIs(self.successResultOf(again), True)
 
     def test_stop_waits_for_the_save(self) -> None:
         self.data.startService()

@@ -28,7 +28,8 @@ from reviewsd.data.model import Business, Review
 from reviewsd.data.search import SearchQuery
 from reviewsd.data.snapshot import GZIP_MIN_SIZE, SINCE_SEGMENT, SinceCache, Snapshot
 from reviewsd.data.synthetic import write as write_synthetic
-from reviewsd.insights import ReviewCache, derive
+from reviewsd.insights import MEMO_VERSION, ReviewCache, derive
+from reviewsd.insights.tally import Members
 from reviewsd.publishing.build import load_snapshot
 from reviewsd.web.conditional import CACHE_CONTROL
 from reviewsd.web.site import make_site
@@ -226,6 +227,50 @@ class SearchResultTests(SynchronousTestCase):
                     search(snapshot, query=query, limit=100),
                     search(fresh, query=query, limit=100),
                 )
+
+    def test_start_from_a_saved_cache(self) -> None:
+        """
+        A start over a saved insights cache adds up only the reviews after
+        its checkpoint, and publishes the documents of a snapshot built from
+        nothing; so do the reloads after it, newer reviews or older edits.
+        """
+        self.patch(derive, "CHECKPOINT_DISTANCE", 200)
+        directory = write_synthetic(Path(self.mktemp()), 1500, seed=6)
+        path = directory / "reviews.jsonl"
+        links, saved = Links(BASE), Path(self.mktemp())
+        first = ReviewCache(saved, memo_version=MEMO_VERSION)
+        load_snapshot(directory, links, cache=first)
+        first.save()
+
+        reader = Reader()
+        cache = ReviewCache(saved, memo_version=MEMO_VERSION)
+        stored = cache.stored_checkpoint
+        snapshot = load_snapshot(directory, links, cache=cache, reader=reader)
+        self.assertIsNotNone(stored)
+        # the older reviews' members, read back as one: none was added up
+        self.assertIsInstance(cache.checkpoint.tally.per_review[0], Members)
+        self.assertEqual(cache.analysed, 0)
+        self.assertSameDocuments(snapshot, load_snapshot(directory, links))
+        cache.save()
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        changes = [
+            lambda: records.append(dict(records[0], id="new-1", date="2031-01-01")),
+            lambda: records[900].update(rating=1),
+        ]
+        for change in changes:
+            change()
+            path.write_text("".join(json.dumps(r) + "\n" for r in records))
+            snapshot = load_snapshot(directory, links, snapshot, cache, reader)
+            cache.save()
+            self.assertSameDocuments(snapshot, load_snapshot(directory, links))
+
+    def assertSameDocuments(self, snapshot: Snapshot, fresh: Snapshot) -> None:
+        for name, document in fresh.documents.items():
+            if name == "/developers":
+                continue  # shows a Last-Modified, kept while bodies are
+            self.assertEqual(
+                snapshot.documents[name].identity.body, document.identity.body, name
+            )
 
     def test_every_filter_alone(self) -> None:
         dataset = DEMO.dataset

@@ -19,8 +19,12 @@ made of each entry (its memo, L{reviewsd.insights.tally.Memo}: the verdict
 and the review's C{per_review} JSON), valid for that version and the
 entry's mentions; a start then reads the memos instead of the analyses,
 and makes none again.  Memos of another version are ignored and replaced.
+Such a file also keeps derivation's checkpoint (L{ReviewCache.checkpoint}),
+written in the same transaction as the memos it adds up: a start that finds
+it still holds reads the memos of the reviews after it only.
 
-The file is this module's only I/O.  It is read once, at construction;
+The file is this module's only I/O.  Its entries are read at construction,
+their memos when derivation needs them (L{ReviewCache.recall});
 L{ReviewCache.save} writes what changed since.  An analysis the file holds
 is not kept in memory too: derivation keeps what it made of it, and reads
 it back in the rare case it must make that again.  A file that is not a
@@ -57,6 +61,8 @@ NOTHING: Mentions = ((), (), ())
 #: Bumped when the tables or the stored form of an analysis change.
 _SCHEMA = 3
 _MENTION_KEYS = ("technicians", "services", "areas")
+#: How many memos L{ReviewCache.recall} asks the file for at once.
+_BATCH = 500
 
 
 def to_stored(analysis: Analysis) -> str:
@@ -138,6 +144,30 @@ class StoredMemo(Protocol):
         """The memo as the file keeps it: compact JSON, and raw bytes."""
 
 
+class StoredCheckpoint(Protocol):
+    """Where the next derivation may start, as the cache saves it."""
+
+    def stored(self) -> tuple[bytes, bytes]:
+        """
+        The checkpoint as the file keeps it: compact JSON, and the
+        C{per_review} members of its reviews.
+        """
+
+    def mark(self) -> Any:
+        """What the cache remembers of it once the file holds it."""
+
+    def supersedes(self, saved: Any) -> bool:
+        """
+        Whether a file holding the checkpoint C{saved} names (L{mark}), or
+        none (C{None}), is to be given this one.
+        """
+
+
+#: What L{ReviewCache} knows the file holds of the checkpoint before
+#: anything is saved or adopted: not known, so that the first save writes it.
+_UNKNOWN: Any = object()
+
+
 class Entry:
     """
     One review's analysis, as the JSON it is stored as (a tenth of the
@@ -165,7 +195,8 @@ class Entry:
         self.mentions = mentions
         #: Derivation's memo of what this entry contributes (L{remember}).
         self.memo: Any = None
-        #: The file's memo (L{StoredMemo.stored}), until derivation reads it.
+        #: The file's memo (L{StoredMemo.stored}), from L{ReviewCache.recall}
+        #: until derivation reads it.
         self.kept: tuple[str, bytes] | None = None
 
 
@@ -228,8 +259,15 @@ class ReviewCache:
         self.reused = 0
         self.discarded: str | None = None
         #: Where the next derivation may start (derive.Checkpoint): kept
-        #: here, beside the analyses it adds up, never stored.
+        #: here, beside the analyses it adds up, and saved with them.
         self.checkpoint: Any = None
+        #: The checkpoint the file holds, as L{StoredCheckpoint.stored}
+        #: wrote it, until derivation reads it back (L{adopt}).
+        self.stored_checkpoint: tuple[bytes, bytes] | None = None
+        #: Whether the file's memos are of C{memo_version}, to be recalled.
+        self._memos_in_file = False
+        #: The file's checkpoint, as L{StoredCheckpoint.mark} names it.
+        self._saved_checkpoint: Any = _UNKNOWN
         #: The last derivation's C{per_review} members (tally.Tally), until
         #: tally.share_per_review points them at the published bytes.
         self.published: Any = None
@@ -367,6 +405,74 @@ class ReviewCache:
             entry.kept = None
             self._dirty.add(review_id)
 
+    def adopt(self, checkpoint: StoredCheckpoint) -> None:
+        """
+        Make C{checkpoint}, read back from L{stored_checkpoint}, the one
+        the next derivation may start at: the file holds it already.
+        """
+        self.checkpoint = checkpoint
+        self._saved_checkpoint = checkpoint.mark()
+        self.stored_checkpoint = None
+
+    def recall(self, review_ids: Iterable[str]) -> None:
+        """
+        Read from the file, at once, the memos of those of C{review_ids}
+        that derivation has not made (L{Entry.kept}): the file holds them,
+        and memory only those derivation uses (a start that adopts a
+        checkpoint, the newest reviews').
+        """
+        if self.path is None or not self._memos_in_file:
+            return
+        with self._lock:
+            wanted = []
+            for review_id in review_ids:
+                entry = self._entries.get(review_id)
+                if (
+                    entry is not None
+                    and entry.memo is None
+                    and entry.kept is None
+                    and entry.mentions is not None
+                ):
+                    wanted.append(review_id)
+            if not wanted:
+                return
+            try:
+                connection = _connect_read_only(self.path)
+                try:
+                    self._read_memos(connection, wanted)
+                finally:
+                    connection.close()
+            except sqlite3.Error:
+                pass  # made again from the analyses
+
+    def _read_memos(self, connection: sqlite3.Connection, wanted: list[str]) -> None:
+        """The memos of C{wanted} that the file holds: each entry's L{Entry.kept}."""
+        select = (
+            "SELECT id, digest, mentions_key, memo, member FROM reviews"
+            " WHERE memo IS NOT NULL"
+        )
+        if len(wanted) > len(self._entries) // 2:  # most of the file: one pass
+            queries: list[tuple[str, Sequence[str]]] = [(select, ())]
+        else:
+            batches = [wanted[i : i + _BATCH] for i in range(0, len(wanted), _BATCH)]
+            queries = [
+                (f"{select} AND id IN ({', '.join('?' * len(batch))})", batch)
+                for batch in batches
+            ]
+        ids = set(wanted)
+        for query, parameters in queries:
+            rows = connection.execute(query, parameters)
+            for review_id, digest, mentions_key, held, member in rows:
+                entry = self._entries[review_id] if review_id in ids else None
+                if (
+                    entry is not None
+                    and entry.digest == digest
+                    and entry.mentions_key == mentions_key
+                    and isinstance(held, str)
+                    and isinstance(member, bytes)
+                ):
+                    entry.kept = (held, member)
+
     def mentioned(self, review_id: str) -> Mentions:
         """What the review's text was last found to mention."""
         entry = self._entries.get(review_id)
@@ -392,7 +498,8 @@ class ReviewCache:
             self._entries.clear()
             self._dirty.clear()
             self._removed.clear()
-            self._rewrite = self._stale_memos = False
+            self._rewrite = self._stale_memos = self._memos_in_file = False
+            self.stored_checkpoint, self._saved_checkpoint = None, _UNKNOWN
             if self.path is None or not self.path.exists():
                 self._rewrite = self.path is not None
                 return
@@ -424,28 +531,29 @@ class ReviewCache:
             # most rows name the same few things: each text is read once
             known: dict[str | None, Mentions | None] = {}
             # an analysis is read with its entry only where no memo stands
-            # for it; the others, when used (ReviewCache.read)
+            # for it; the others, when used (ReviewCache.read); memos, when
+            # derivation needs them (ReviewCache.recall)
             rows = connection.execute(
                 "SELECT id, digest, CASE WHEN memo IS NULL THEN analysis END,"
-                " mentions_key, mentions, memo, member FROM reviews"
+                " mentions_key, mentions, memo IS NOT NULL FROM reviews"
                 if usable
                 else "SELECT id, digest, analysis, mentions_key, mentions,"
-                " NULL, NULL FROM reviews"
+                " 0 FROM reviews"
             )
             for row in rows:
-                review_id, digest, analysis, mentions_key, mentions, held, member = row
+                review_id, digest, analysis, mentions_key, mentions, memo = row
                 if mentions in known:
                     found = known[mentions]
                 else:
                     found = known[mentions] = _mentions_from_json(mentions)
                 # one business fingerprint for all, not one string per row
                 key = None if found is None else sys.intern(mentions_key)
-                entry = entries[review_id] = Entry(digest, analysis, key, found)
-                if held is None:
-                    if not isinstance(analysis, str):
-                        raise ValueError(f"entry {review_id!r} is not an analysis")
-                elif found is not None and isinstance(member, bytes):
-                    entry.kept = (held, member)
+                entries[review_id] = Entry(digest, analysis, key, found)
+                if not memo and not isinstance(analysis, str):
+                    raise ValueError(f"entry {review_id!r} is not an analysis")
+            if usable:
+                self._memos_in_file = True
+                self.stored_checkpoint = _checkpoint(connection)
             return entries
         finally:
             connection.close()
@@ -461,10 +569,19 @@ class ReviewCache:
             return
         with self._lock, paused():
             self._close_file()
-            if self._rewrite or self._dirty or self._removed or self._stale_memos:
+            # only memos of this version make a checkpoint worth keeping
+            checkpoint = None if self._memo_version is None else self.checkpoint
+            renew = self._renews(checkpoint)
+            if (
+                self._rewrite
+                or self._dirty
+                or self._removed
+                or self._stale_memos
+                or renew
+            ):
                 if not self._rewrite:
                     try:
-                        self._write(self.path, full=False)
+                        self._write(self.path, checkpoint, renew, full=False)
                     except sqlite3.Error:
                         self._rewrite = True
                 if self._rewrite:
@@ -472,13 +589,28 @@ class ReviewCache:
                     self.path.unlink(missing_ok=True)
                     for suffix in ("-journal", "-wal", "-shm"):
                         Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-                    self._write(self.path, full=True)
+                    self._write(self.path, checkpoint, True, full=True)
+                    renew = True
                 self._dirty.clear()
                 self._removed.clear()
                 self._rewrite = self._stale_memos = False
+                if renew:
+                    self._saved_checkpoint = (
+                        None if checkpoint is None else checkpoint.mark()
+                    )
+                self._memos_in_file = self._memo_version is not None
             # the file holds every analysis, and every memo read, now
             for entry in self._entries.values():
                 entry.raw = entry.kept = None
+
+    def _renews(self, checkpoint: StoredCheckpoint | None) -> bool:
+        """Whether the file is to be given C{checkpoint} (or none)."""
+        saved = self._saved_checkpoint
+        if saved is _UNKNOWN:
+            return True
+        if checkpoint is None:
+            return saved is not None
+        return checkpoint.supersedes(saved)
 
     def _recover(self, path: Path) -> None:
         """
@@ -506,7 +638,14 @@ class ReviewCache:
                 else:
                     del self._entries[review_id]
 
-    def _write(self, path: Path, *, full: bool) -> None:
+    def _write(
+        self,
+        path: Path,
+        checkpoint: StoredCheckpoint | None,
+        renew: bool,
+        *,
+        full: bool,
+    ) -> None:
         ids = list(self._entries) if full else sorted(self._dirty)
         connection = sqlite3.connect(path)
         try:
@@ -538,6 +677,16 @@ class ReviewCache:
                         "INSERT OR REPLACE INTO meta VALUES ('memos', ?)",
                         (self._memo_version,),
                     )
+                if renew:
+                    connection.execute(
+                        "CREATE TABLE IF NOT EXISTS checkpoint"
+                        " (value BLOB, members BLOB)"
+                    )
+                    connection.execute("DELETE FROM checkpoint")
+                    if checkpoint is not None:
+                        connection.execute(
+                            "INSERT INTO checkpoint VALUES (?, ?)", checkpoint.stored()
+                        )
                 rows = [self._row(review_id) for review_id in ids]
                 # a row whose analysis the file holds changed the rest only
                 connection.executemany(
@@ -570,6 +719,18 @@ class ReviewCache:
             else _to_json(dict(zip(_MENTION_KEYS, entry.mentions, strict=True))),
             *memo,
         )
+
+
+def _checkpoint(connection: sqlite3.Connection) -> tuple[bytes, bytes] | None:
+    """The checkpoint a file holds; none in a file written before they were."""
+    try:
+        row = connection.execute("SELECT value, members FROM checkpoint").fetchone()
+    except sqlite3.OperationalError:  # no such table
+        return None
+    if row is None or not all(isinstance(part, bytes) for part in row):
+        return None
+    value, members = row
+    return value, members
 
 
 def _connect_read_only(path: Path, threads: bool = False) -> sqlite3.Connection:

@@ -140,6 +140,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from functools import partial
@@ -268,17 +269,113 @@ def _mentions(matcher: Matcher, text: str) -> Mentions:
     )
 
 
+#: Bumped when a checkpoint's stored form (L{Checkpoint.stored}) changes.
+CHECKPOINT_REVISION = 1
+
+
 @attrs.frozen
 class Checkpoint:
     """
     A copy of the tally after the oldest reviews of one derivation: the
     reviews themselves (oldest first) and the business fingerprint it is
     valid for.
+
+    @ivar lineage: shared by the checkpoints each made by a derivation
+        that started at the one before: each still holds where a later one
+        does, for the reviews it added up are the same.
     """
 
     key: str
     reviews: tuple[Review, ...]
     tally: Tally
+    lineage: object = attrs.field(factory=object, eq=False)
+
+    def mark(self) -> tuple[object, int]:
+        """What the cache remembers of the checkpoint its file holds."""
+        return self.lineage, len(self.reviews)
+
+    def supersedes(self, saved: tuple[object, int] | None) -> bool:
+        """
+        Whether a file holding the checkpoint C{saved} names (L{mark})
+        should be given this one: unless that one still holds and is less
+        than L{CHECKPOINT_DISTANCE} reviews behind, so that a reload of
+        newer reviews does not write a checkpoint each time.
+        """
+        if saved is None:
+            return True
+        lineage, size = saved
+        return (
+            lineage is not self.lineage
+            or len(self.reviews) - size >= CHECKPOINT_DISTANCE
+        )
+
+    def stored(self) -> tuple[bytes, bytes]:
+        """
+        The checkpoint as the cache's file keeps it (L{restored} reads it
+        back): its tally, with a digest of its reviews instead of them, and
+        their C{per_review} members, newest first.
+        """
+        value = {
+            "revision": CHECKPOINT_REVISION,
+            "key": self.key,
+            "count": len(self.reviews),
+            "digest": reviews_digest(self.reviews),
+            "tally": self.tally.stored(),
+        }
+        return orjson.dumps(value), self.tally.per_review_json()[1:-1]
+
+
+def reviews_digest(reviews: Sequence[Review]) -> str:
+    """
+    A SHA-256 of what each of C{reviews} brings to a tally beside its
+    memo, and of what its memo is made from: id, stars, date and text.
+    """
+    # a few lists, each hashed at once in C
+    ids = [review.id for review in reviews]
+    texts = [review.text for review in reviews]
+    digest = hashlib.sha256()
+    for numbers in (
+        map(len, ids),
+        [review.rating for review in reviews],
+        [review.date.toordinal() for review in reviews],
+        [-1 if text is None else len(text) for text in texts],
+    ):
+        digest.update(array("q", numbers).tobytes())
+    for strings in (ids, [text or "" for text in texts]):
+        digest.update("".join(strings).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def restored(dataset: Dataset, key: str, cache: ReviewCache) -> Checkpoint | None:
+    """
+    The checkpoint the cache's file kept (L{ReviewCache.stored_checkpoint}),
+    when it still holds for the oldest of C{dataset}'s reviews, with the
+    business fingerprint C{key}: their ids, stars, dates and texts are the
+    same.  (The file keeps it with the memos of the same version.)
+    """
+    stored, cache.stored_checkpoint = cache.stored_checkpoint, None
+    if stored is None:
+        return None
+    raw, members = stored
+    try:
+        value = orjson.loads(raw)
+        count = value["count"]
+        if (
+            value["revision"] != CHECKPOINT_REVISION
+            or value["key"] != key
+            or not 0 < count <= len(dataset.reviews)
+        ):
+            return None
+        reviews = dataset.reviews[len(dataset.reviews) - count :][::-1]
+        if value["digest"] != reviews_digest(reviews):
+            return None
+        newest = orjson.dumps(reviews[-1].id) + b":{"
+        if not (members.startswith(newest) and members.endswith(b"}")):
+            return None
+        tally = Tally.restored(dataset.business, list(reviews), value["tally"], members)
+    except (ValueError, TypeError, KeyError):
+        return None
+    return Checkpoint(key, reviews, tally)
 
 
 def top_phrases(
@@ -361,13 +458,18 @@ def _resume(
 def _add_up(dataset: Dataset, matcher: Matcher, cache: ReviewCache) -> Tally:
     """
     The tally of every review, oldest first: from the cache's checkpoint
-    when it still holds, leaving there a new one L{CHECKPOINT_DISTANCE}
-    reviews from the newest.
+    when it still holds (the last derivation's, or at a start the one its
+    file kept), leaving there a new one L{CHECKPOINT_DISTANCE} reviews from
+    the newest.
     """
     business = dataset.business
     key = business_key(business)
     reviews = dataset.reviews
     size = len(reviews)
+    if cache.stored_checkpoint is not None:
+        checkpoint = restored(dataset, key, cache)
+        if checkpoint is not None:
+            cache.adopt(checkpoint)
     start = _resume(reviews, key, cache.checkpoint)
     tally = cache.checkpoint.tally.copy(business) if start else Tally(business)
     if not start:
@@ -377,10 +479,14 @@ def _add_up(dataset: Dataset, matcher: Matcher, cache: ReviewCache) -> Tally:
     cache.prepare(
         (review.id, review.text) for review in reviews[: size - start] if review.text
     )
+    cache.recall(review.id for review in reviews[: size - start] if review.text)
     for ordinal in range(start, size):
         if ordinal == mark and mark > start:
             cache.checkpoint = Checkpoint(
-                key, reviews[size - ordinal :][::-1], tally.copy(business)
+                key,
+                reviews[size - ordinal :][::-1],
+                tally.copy(business),
+                cache.checkpoint.lineage if start else object(),
             )
         review = reviews[-1 - ordinal]
         text = review.text

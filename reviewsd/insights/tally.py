@@ -8,7 +8,9 @@ review's C{per_review} member as JSON, so that a derivation costs a pass
 over the memos and the reviews analysed anew; once the document is
 published, that JSON is a view of its bytes (L{share_per_review}).  The
 cache's file keeps it too (L{Memo.stored}), so that a start reads it back
-rather than making it again from the analysis.
+rather than making it again from the analysis; and it keeps the tally of a
+checkpoint (L{Tally.stored}), so that a start adds up only the reviews after
+it.
 """
 
 from __future__ import annotations
@@ -300,6 +302,19 @@ Index = dict[str, list[int]]
 """The ordinals of the reviews that mention each topic, technician, ...: by key."""
 
 
+class Members:
+    """
+    The C{per_review} members of a run of reviews, newest first, as one
+    piece of JSON: what a tally read back from the cache's file holds for
+    the reviews it had added up (L{Tally.restored}), in place of their memos.
+    """
+
+    __slots__ = ("json",)
+
+    def __init__(self, json: bytes) -> None:
+        self.json: bytes | memoryview = json
+
+
 class Tally:
     """
     What a pass over the reviews, oldest first, adds up: the document is
@@ -336,8 +351,9 @@ class Tally:
         self.services: Index = {s.id: [] for s in business.services}
         self.areas: Index = {a: [] for a in business.service_areas}
         #: Each review's C{per_review} member: its memo, or the JSON of a
-        #: review without text.
-        self.per_review: list[Memo | bytes] = []
+        #: review without text; a tally read back from the cache's file
+        #: holds the members of the reviews it had added up as one.
+        self.per_review: list[Memo | Members | bytes] = []
         #: The best pull-quote candidate for each set of aspects (all that
         #: the choice between candidates of equal aspects depends on), from
         #: the best-rated reviews.
@@ -357,6 +373,79 @@ class Tally:
         )
         other.quotes, other.quoted_rating = dict(self.quotes), self.quoted_rating
         return other
+
+    def stored(self) -> dict[str, Any]:
+        """
+        The tally as the cache's file keeps it, for reviews whose ids and
+        stars are known beside it: JSON-ready, without the C{per_review}
+        members, which the checkpoint keeps as one piece of JSON.
+        """
+        return {
+            "scores": self.scores,
+            "months": [
+                [month, t.count, t.rating_sum, t.scores]
+                for month, t in self.months.items()
+            ],
+            "aspects": {k: _stored(m) for k, m in self.aspects.items()},
+            "problems": {k: _stored(m) for k, m in self.problems.items()},
+            "topics": self.topics,
+            "technicians": self.technicians,
+            "services": self.services,
+            "areas": self.areas,
+            "quotes": [list(candidate) for candidate in self.quotes.values()],
+            "quoted_rating": self.quoted_rating,
+        }
+
+    @classmethod
+    def restored(
+        cls,
+        business: Business,
+        reviews: list[Review],
+        stored: dict[str, Any],
+        members: bytes,
+    ) -> Tally:
+        """
+        The tally L{stored} kept, after C{reviews} (oldest first), whose
+        C{per_review} C{members} are given (newest first).
+
+        @raise ValueError: C{stored} is not the tally of as many reviews,
+            for C{business} (C{TypeError} and C{KeyError} too).
+        """
+        tally = cls(business)
+        tally.ids = [review.id for review in reviews]
+        tally.ratings = [review.rating for review in reviews]
+        tally.scores = stored["scores"]
+        if len(tally.scores) != len(reviews):
+            raise ValueError("not the scores of as many reviews")
+        for month, count, rating_sum, scores in stored["months"]:
+            month_tally = tally.months[month] = MonthTally()
+            month_tally.count, month_tally.rating_sum = count, rating_sum
+            month_tally.scores = scores
+        for group, name in ((tally.aspects, "aspects"), (tally.problems, "problems")):
+            kept = stored[name]
+            if kept.keys() != group.keys():
+                raise ValueError(f"not the {name} of this release")
+            for key, value in kept.items():
+                group[key] = _restored(value)
+        for index, name in (
+            (tally.topics, "topics"),
+            (tally.technicians, "technicians"),
+            (tally.services, "services"),
+            (tally.areas, "areas"),
+        ):
+            kept = stored[name]
+            if kept.keys() != index.keys():
+                raise ValueError(f"not the {name} of this business")
+            index.update(kept)
+        tally.quotes = {
+            tuple(aspect_ids): Candidate(
+                review_id, sentence, rating, compound, tuple(map(intern, aspect_ids))
+            )
+            for review_id, sentence, rating, compound, aspect_ids in stored["quotes"]
+        }
+        tally.quoted_rating = int(stored["quoted_rating"])
+        tally.per_review = [Members(members)] if reviews else []
+        return tally
 
     # --- adding up ---------------------------------------------------------
 
@@ -463,7 +552,34 @@ class Tally:
         return b"{%s}" % b",".join([member(m) for m in reversed(self.per_review)])
 
 
-def member(held: Memo | bytes) -> bytes | memoryview:
+def _stored(mentioned: Mentioned) -> list[list[Any]]:
+    # only the newest mentions' phrases are ever counted (Mentioned.counts)
+    return [
+        mentioned.ordinals,
+        mentioned.values,
+        mentioned.phrases[-PHRASE_MENTIONS:],
+        mentioned.agrees,
+    ]
+
+
+def _restored(stored: list[list[Any]]) -> Mentioned:
+    ordinals, values, newest, agrees = stored
+    count = len(ordinals)
+    # kinds of problem have no values
+    if (
+        len(agrees) != count
+        or len(values) not in (0, count)
+        or len(newest) != min(count, PHRASE_MENTIONS)
+    ):
+        raise ValueError("mentions of unequal lengths")
+    mentioned = Mentioned()
+    mentioned.ordinals, mentioned.values, mentioned.agrees = ordinals, values, agrees
+    mentioned.phrases = [()] * (count - len(newest))
+    mentioned.phrases += [tuple(map(intern, p)) for p in newest]
+    return mentioned
+
+
+def member(held: Memo | Members | bytes) -> bytes | memoryview:
     """The C{per_review} member of what the tally holds for one review."""
     return held if isinstance(held, bytes) else held.json
 

@@ -16,7 +16,6 @@ from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from reviewsd.data.links import Links
 from reviewsd.data.loading import DataError, Reader
 from reviewsd.data.snapshot import Snapshot
 from reviewsd.insights import ReviewCache
@@ -42,20 +41,6 @@ def save_cache(cache: ReviewCache) -> None:
             path=str(cache.path),
             error=e,
         )
-
-
-def _load_and_keep(
-    directory: Path,
-    links: Links,
-    previous: Snapshot,
-    cache: ReviewCache | None,
-    reader: Reader,
-) -> Snapshot:
-    """A reload's blocking part: the new snapshot, and the cache saved."""
-    snapshot = load_snapshot(directory, links, previous, cache, reader)
-    if cache is not None:
-        save_cache(cache)
-    return snapshot
 
 
 def _index_words(snapshot: Snapshot) -> None:
@@ -149,18 +134,9 @@ class ReviewsData(Service):
             directory=str(self.directory),
             unpublished=dataset.unpublished,
         )
-        if self._cache is not None:
-            # what the start analysed or made anew, kept for the next start
-            # once this one serves: seconds of writing at 100,000 reviews.
-            # Reloads wait for it, as for each other, and so does stopping.
-            saving: Deferred[Any] = deferToThreadPool(
-                self._reactor, self._reactor.getThreadPool(), save_cache, self._cache
-            )
-            self._running = saving
-            saving.addErrback(
-                lambda failure: log.failure("Cannot save the insights cache", failure)
-            )
-            saving.addCallback(self._saved)
+        # what the start analysed or made anew, kept for the next start once
+        # this one serves: seconds of writing at 100,000 reviews
+        self._save()
         if not self.snapshot.index.has_words:
             started = self._reactor.seconds()
             work: Deferred[Any] = deferToThreadPool(
@@ -213,7 +189,7 @@ class ReviewsData(Service):
         work: Deferred[Any] = deferToThreadPool(
             self._reactor,
             self._reactor.getThreadPool(),
-            _load_and_keep,
+            load_snapshot,
             self.directory,
             self.snapshot.links,
             self.snapshot,
@@ -261,10 +237,26 @@ class ReviewsData(Service):
 
     def _finish(self, swapped: bool, waiting: list[Deferred[bool]]) -> None:
         self._notify(b"READY=1")
-        self._running = None
         for done in waiting:
             done.callback(swapped)
-        self._next()
+        self._save()
+
+    def _save(self) -> None:
+        """
+        Save the insights cache in a worker thread, once the new data serves;
+        the next reload waits for it, as for each other, and so does stopping.
+        """
+        if self._cache is None:
+            self._saved(None)
+            return
+        saving: Deferred[Any] = deferToThreadPool(
+            self._reactor, self._reactor.getThreadPool(), save_cache, self._cache
+        )
+        self._running = saving
+        saving.addErrback(
+            lambda failure: log.failure("Cannot save the insights cache", failure)
+        )
+        saving.addCallback(self._saved)
 
     def _saved(self, _: object) -> None:
         self._running = None
