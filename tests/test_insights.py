@@ -1027,9 +1027,8 @@ class CheckpointTests(SynchronousTestCase):
 
     def older_unreadable(self, path: Path) -> None:
         """
-        Make the analyses and memos of the four oldest reviews unreadable,
-        their C{per_review} members aside: only the checkpoint stands for
-        what they contribute.
+        Make the analyses and memos of the four oldest reviews unreadable:
+        only the checkpoint stands for what they contribute.
         """
         self.change(
             path,
