@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import socket
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent, BrowserLikePolicyForHTTPS
 
 import reviewsd
+from reviewsd.data.synthetic import write as write_synthetic
 from tests.support import review, write_data
 from tests.support.daemon import TWISTD, DaemonTestCase, environment, free_port
 from tests.support.feedvalidation import atom_problems, json_feed_problems
@@ -159,6 +161,51 @@ class TLSTests(DaemonTestCase):
         yield self.assertFailure(
             untrusting.get(f"https://localhost:{port}/reviews.json"), Exception
         )
+
+
+class RestartTests(DaemonTestCase):
+    timeout = 120
+
+    @defer.inlineCallbacks
+    def test_restart_publishes_the_same_insights(self) -> Any:
+        """
+        A daemon stopped once it served and saved its insights cache, then
+        started again on the same state directory, adds up the insights from
+        the checkpoint the cache kept and publishes the same document, with
+        the same validator.
+        """
+        data = write_synthetic(Path(self.mktemp()).resolve(), 2300, seed=3)
+        state = Path(self.mktemp()).resolve()
+        cache = state / "insights-cache.sqlite3"
+        port = free_port()
+        argv = [
+            "--listen",
+            f"tcp:{port}:interface=127.0.0.1",
+            "--data",
+            str(data),
+            "--state-dir",
+            str(state),
+        ]
+        answers = []
+        for start in ("cold", "warm"):
+            yield self.start(f"http://127.0.0.1:{port}", *argv)
+            response = yield self.client.get(self.base + "/insights.json")
+            answers.append(
+                (response.headers.getRawHeaders("etag"), (yield response.content()))
+            )
+            # the cache is saved once the daemon serves; stopping waits for it
+            self.process.signalProcess("TERM")
+            yield self.daemon.ended
+            connection = sqlite3.connect(cache)
+            try:
+                [(covered,)] = connection.execute(
+                    "SELECT json_extract(value, '$.count') FROM checkpoint"
+                )
+            finally:
+                connection.close()
+            reviews = json.loads(answers[-1][1])["review_count"]
+            self.assertEqual(covered, reviews - 2000, start)
+        self.assertEqual(answers[0], answers[1])
 
 
 class StartUpErrorTests(TestCase):
