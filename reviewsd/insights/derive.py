@@ -466,10 +466,9 @@ def _add_up(dataset: Dataset, matcher: Matcher, cache: ReviewCache) -> Tally:
     key = business_key(business)
     reviews = dataset.reviews
     size = len(reviews)
-    if cache.stored_checkpoint is not None:
-        checkpoint = restored(dataset, key, cache)
-        if checkpoint is not None:
-            cache.adopt(checkpoint)
+    checkpoint = restored(dataset, key, cache)
+    if checkpoint is not None:
+        cache.adopt(checkpoint)
     start = _resume(reviews, key, cache.checkpoint)
     tally = cache.checkpoint.tally.copy(business) if start else Tally(business)
     if not start:
