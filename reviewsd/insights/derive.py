@@ -322,7 +322,7 @@ class Checkpoint:
             "digest": reviews_digest(self.reviews),
             "tally": self.tally.stored(),
         }
-        return orjson.dumps(value), self.tally.per_review_json()[1:-1]
+        return orjson.dumps(value), self.tally.members_json()
 
 
 def reviews_digest(reviews: Sequence[Review]) -> str:

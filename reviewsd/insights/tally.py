@@ -549,7 +549,11 @@ class Tally:
 
     def per_review_json(self) -> bytes:
         """The C{per_review} object, newest first, as JSON."""
-        return b"{%s}" % b",".join([member(m) for m in reversed(self.per_review)])
+        return b"{%s}" % self.members_json()
+
+    def members_json(self) -> bytes:
+        """The members of the C{per_review} object, newest first, joined."""
+        return b",".join([member(m) for m in reversed(self.per_review)])
 
 
 def _stored(mentioned: Mentioned) -> list[list[Any]]:
