@@ -83,12 +83,15 @@ ASPECT_IDS = [a.id for a in ASPECTS]
 #: The parts fitted at full weight, and the part added at a chosen weight.
 FITTED = ("calibrate", "train")
 #: The last review of the training part the models are fitted on.  Fitted on
-#: the whole part (6,150 reviews), the aspect models read the held-out part
-#: better (F1 0.845 rather than 0.831) but misread four of the fifty texts
-#: the tests pin, clearly two of them: they add workmanship to "Nice people,
-#: but the basement job dragged on for months" and drop pricing from "The
-#: invoice listed a permit they never pulled"; the later reviews are read
-#: by the verdict and the referrals model only.
+#: the whole part (8,141 reviews), the aspect models read the held-out part
+#: much as they do now (F1 0.835 rather than 0.831) but misread three of the
+#: texts the tests pin.  They drop pricing from "The invoice listed a permit
+#: they never pulled" (probability 0.43) and workmanship from "Great, another
+#: week without heat" (0.38), and no threshold mends both: one at 0.38 adds
+#: workmanship to "Nice people, but the basement job dragged on for months"
+#: (0.44).  Their tone reads "Rosa fixed our wobbly railing and two sticking
+#: doors" as praise.  The later reviews are read by the verdict and the
+#: referrals model only.
 LAST_FITTED = "train-3883"
 DEVELOPMENT = "dev"
 PENALTIES = (0.3, 1.0, 3.0)  # scikit-learn's C: the inverse of the penalty
