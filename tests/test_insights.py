@@ -2177,6 +2177,54 @@ class PhraseTests(SynchronousTestCase):
         self.assertNotIn("not book", phrases)
         self.assertNotIn("months past", phrases)
 
+    def test_phrases_reach_their_noun(self) -> None:
+        """
+        A phrase does not stop short of the noun its last word qualifies
+        ("found a loose" of "found a loose neutral wire") or of the object
+        of its last word ("dana diagnosed" of "Dana diagnosed a corroded
+        valve"); one that ends on a noun keeps it ("worth the price", "kept
+        us in the loop", "wait a week for an opening").
+        """
+        for text, aspect, phrases in [
+            (
+                "Dana diagnosed a corroded valve behind the dishwasher.",
+                "technical_knowledge",
+                (),
+            ),
+            (
+                "They found a loose neutral wire in the attic junction box.",
+                "technical_knowledge",
+                (),
+            ),
+            (
+                "We love our new mudroom, and the cubbies fit the boots.",
+                "workmanship",
+                (),
+            ),
+            (
+                "The crew charged a $60 fee for parking, which nobody mentioned.",
+                "pricing",
+                (),
+            ),
+            ("Totally worth the price honestly.", "pricing", ("worth the price",)),
+            (
+                "They kept us in the loop every single day.",
+                "communication",
+                ("in the loop", "kept us in the loop"),
+            ),
+            (
+                "Had to wait a week for an opening though.",
+                "scheduling",
+                ("wait a week for an opening",),
+            ),
+        ]:
+            found = {a: p for a, _, p in analyse(text).aspects}
+            self.assertIn(aspect, found, text)
+            for phrase in phrases:
+                self.assertIn(phrase, found[aspect], text)
+            if not phrases:
+                self.assertEqual(found[aspect], (), text)
+
     def test_whole_cues_end_finished(self) -> None:
         """
         A cue taken whole as a phrase does not end with an article or a

@@ -35,7 +35,7 @@ from reviewsd.insights.sentiment import (
 from reviewsd.insights.text import Words, normalise, split_sentences
 
 #: Bumped when this module's output changes for the same text.
-ANALYSIS_REVISION = 5
+ANALYSIS_REVISION = 6
 
 #: What the lexicon's reading of a text depends on: this code, the data
 #: files and VADER.  The detector's weights are fitted on that reading.

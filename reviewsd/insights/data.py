@@ -213,6 +213,14 @@ _edges = _documents["text.json"]["phrase_edges"]
 #: Words a phrase may not begin with, or end with: it would be unfinished.
 NOT_FIRST = frozenset(w.casefold() for w in _strings(_edges["not_first"], "text"))
 NOT_LAST = frozenset(w.casefold() for w in _strings(_edges["not_last"], "text"))
+#: Words that open a noun phrase, words that qualify its noun, and words
+#: that open a verb's object: a phrase that ends on a qualifying word right
+#: after the first stops short of its noun ("diagnosed a failing" of
+#: "diagnosed a failing bearing"), and one that ends on a verb right before
+#: the last, of its object ("mike diagnosed" of "Mike diagnosed a bearing").
+OPENS_NOUN = frozenset(w.casefold() for w in _strings(_edges["opens_noun"], "text"))
+MODIFIERS = frozenset(w.casefold() for w in _strings(_edges["modifiers"], "text"))
+OPENS_OBJECT = frozenset(w.casefold() for w in _strings(_edges["opens_object"], "text"))
 
 #: Misspellings common in reviews, and the word meant.
 SPELLINGS = _spellings(_documents["text.json"].get("spellings", {}))

@@ -23,8 +23,11 @@ from bisect import bisect_left, bisect_right
 
 from reviewsd.insights.data import (
     ABBREVIATIONS,
+    MODIFIERS,
     NOT_FIRST,
     NOT_LAST,
+    OPENS_NOUN,
+    OPENS_OBJECT,
     SPELLINGS,
     STOPWORDS,
 )
@@ -162,6 +165,7 @@ class Words:
                 and core > 1
                 and self.words[first] not in NOT_FIRST
                 and self.words[last] not in NOT_LAST
+                and not self._stops_short(first, last)
             )
             return [self._text(first, last)] if whole else []
         breaks = self.clause_breaks()
@@ -183,6 +187,8 @@ class Words:
             for b in range(last, min(high, a + MAX_PHRASE_WORDS - 1) + 1):
                 if b - a < 1 or (b > last and self._stop(b)) or words[b] in NOT_LAST:
                     continue
+                if self._stops_short(a, b):
+                    continue
                 if a == first and b == last and not bare:
                     continue
                 if opinions is not None and not (
@@ -191,6 +197,28 @@ class Words:
                     continue
                 found.append(self._text(a, b))
         return found
+
+    def _stops_short(self, a: int, b: int) -> bool:
+        """
+        Whether the phrase of words C{a} to C{b} stops, within its clause,
+        short of the noun its last word qualifies ("diagnosed a failing" of
+        "diagnosed a failing bearing", "charged a $95" of "charged a $95
+        fee") or of the object of its last word, a verb ("mike diagnosed"
+        of "Mike diagnosed a failing bearing").  After an article, a past
+        participle, a number or one of C{text.json}'s modifiers qualifies a
+        noun to come; a noun ends its phrase ("worth the price", "kept us in
+        the loop", "waited a week for an opening").
+        """
+        words = self.words
+        if b + 1 == len(words) or self.clause_breaks()[b + 1]:
+            return False
+        word = words[b]
+        participle = len(word) > 4 and word.endswith("ed")
+        if b > a and words[b - 1] in OPENS_NOUN and not self._stop(b + 1):
+            if participle or word in MODIFIERS or any(c.isdigit() for c in word):
+                return True
+        verb = participle or (len(word) > 4 and word.endswith("ing"))
+        return verb and words[b + 1] in OPENS_OBJECT
 
     def _stop(self, i: int) -> bool:
         word = self.words[i]
