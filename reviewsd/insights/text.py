@@ -150,8 +150,9 @@ class Words:
         C{high}), and neither begin nor end with a stop word or a number
         outside them, nor with a word that leaves the phrase unfinished
         (C{text.json}'s C{phrase_edges}: not C{"not book"}, C{"months
-        past"}): for the cue C{"price"} in C{"a fair price, and fast"},
-        C{"fair price"}.  With C{opinions} (whether each word of the
+        past"}), nor short of the noun or the object that finishes them
+        (L{_stops_short}): for the cue C{"price"} in C{"a fair price, and
+        fast"}, C{"fair price"}.  With C{opinions} (whether each word of the
         sentence carries an opinion), only phrases holding such a word;
         with C{names} (whether each word is written as a name), none that
         begins with a name before the cue.
