@@ -23,7 +23,15 @@ from reviewsd.insights.cache import from_stored, to_stored
 from reviewsd.insights.data import ASPECTS
 from reviewsd.insights.sentiment import label
 from reviewsd.insights.text import split_sentences
-from tests.support.insights import BUSINESS, STAMP, Counting, dataset, derive, record
+from tests.support.insights import (
+    BUSINESS,
+    STAMP,
+    Counting,
+    dataset,
+    derive,
+    record,
+    reread,
+)
 
 
 def aspect(document: dict[str, Any], aspect_id: str) -> dict[str, Any]:
@@ -864,12 +872,7 @@ class MemoTests(SynchronousTestCase):
         """
         path = self.saved()
         self.broken_analyses(path)
-        counting = Counting()
-        again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
-        self.assertEqual(
-            derive(dataset(self.records()), again), derive(dataset(self.records()))
-        )
-        self.assertEqual(counting.texts, [])
+        reread(self, path, dataset(self.records()))
 
     def test_other_memo_version(self) -> None:
         """
@@ -877,16 +880,9 @@ class MemoTests(SynchronousTestCase):
         memos made again and saved under the new version.
         """
         path = self.saved(version="older")
-        counting = Counting()
-        again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
-        expected = derive(dataset(self.records()))
-        self.assertEqual(derive(dataset(self.records()), again), expected)
-        self.assertEqual(counting.texts, [])
-        again.save()
+        reread(self, path, dataset(self.records())).save()
         self.broken_analyses(path)
-        third = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
-        self.assertEqual(derive(dataset(self.records()), third), expected)
-        self.assertEqual(counting.texts, [])
+        reread(self, path, dataset(self.records()))
 
     def test_stale_memos_cleared(self) -> None:
         """
@@ -924,16 +920,9 @@ class MemoTests(SynchronousTestCase):
         path = self.saved()
         changed = self.records()
         changed[0]["rating"] = 2
-        counting = Counting()
-        again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
-        expected = derive(dataset(changed))
-        self.assertEqual(derive(dataset(changed), again), expected)
-        self.assertEqual(counting.texts, [])
-        again.save()
+        reread(self, path, dataset(changed)).save()
         self.broken_analyses(path)
-        third = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
-        self.assertEqual(derive(dataset(changed), third), expected)
-        self.assertEqual(counting.texts, [])
+        reread(self, path, dataset(changed))
 
     def test_new_mentions(self) -> None:
         """
@@ -951,11 +940,10 @@ class MemoTests(SynchronousTestCase):
         self.assertEqual(
             document["per_review"]["r003"]["mentions"]["technicians"], ["Dev Patel"]
         )
+        self.assertEqual(counting.texts, [])
         again.save()
         self.broken_analyses(path)
-        third = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
-        self.assertEqual(derive(dataset(self.records(), business), third), document)
-        self.assertEqual(counting.texts, [])
+        reread(self, path, dataset(self.records(), business), document)
 
     def test_not_a_memo(self) -> None:
         """
@@ -1044,12 +1032,7 @@ class CheckpointTests(SynchronousTestCase):
         """
         path = self.saved(self.records())
         self.older_unreadable(path)
-        counting = Counting()
-        again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
-        self.assertEqual(
-            derive(dataset(self.records()), again), derive(dataset(self.records()))
-        )
-        self.assertEqual(counting.texts, [])
+        again = reread(self, path, dataset(self.records()))
         self.assertEqual(len(again.checkpoint.reviews), 4)
 
     def test_older_reviews_changed(self) -> None:

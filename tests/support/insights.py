@@ -6,7 +6,9 @@ document derived from them as published.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
+from unittest import TestCase
 
 from reviewsd.data.documents import to_json
 from reviewsd.data.mentions import Matcher
@@ -16,7 +18,7 @@ from reviewsd.data.model import (
     newest_first,
     review_from_json,
 )
-from reviewsd.insights import ReviewCache, derive_insights
+from reviewsd.insights import MEMO_VERSION, ReviewCache, derive_insights
 from reviewsd.insights.analysis import Analysis, analyse
 
 STAMP = "2026-11-21T06:00:00Z"
@@ -80,3 +82,24 @@ class Counting:
     def __call__(self, text: str) -> Analysis:
         self.texts.append(text)
         return analyse(text)
+
+
+def reread(
+    test: TestCase,
+    path: Path,
+    data: Dataset,
+    expected: dict[str, Any] | None = None,
+) -> ReviewCache:
+    """
+    A new cache on the file at C{path}, with this release's memos, once
+    C{test} has asserted that it derives from C{data} the document
+    C{expected} (by default the one derived from nothing) without analysing
+    a single text.
+    """
+    counting = Counting()
+    again = ReviewCache(path, analyser=counting, memo_version=MEMO_VERSION)
+    test.assertEqual(
+        derive(data, again), derive(data) if expected is None else expected
+    )
+    test.assertEqual(counting.texts, [])
+    return again
