@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import sys
+import time
 from typing import Any
 
 from twisted.internet import defer, reactor, task
@@ -110,7 +111,9 @@ class DaemonOperationsTests(TestCase):
         process.signalProcess(signal.SIGTERM)
         stopping = yield notifications.wait()
         self.assertEqual(stopping, [b"STOPPING=1"])
-        refused = yield deferToThread(connection_refused, port)
+        # STOPPING=1 is sent first thing at shutdown; the listeners close a
+        # moment later, as the services stop
+        refused = yield deferToThread(refused_soon, port)
         self.assertTrue(refused, "still accepting connections while stopping")
         self.assertFalse(daemon.ended.called)
         client.sendall(INITIALIZE[20:])
@@ -160,14 +163,17 @@ def read_to_close(s: socket.socket) -> bytes:
     return data
 
 
-def connection_refused(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()
-    except ConnectionRefusedError:
-        return True
-    except OSError:
-        return True
-    return False
+def refused_soon(port: int, within: float = 5.0) -> bool:
+    """Whether connecting to C{port} is refused within C{within} seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        except OSError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 class SocketActivationTests(TestCase):
