@@ -51,7 +51,7 @@ from reviewsd.data.mentions import Matcher  # noqa: E402
 from reviewsd.data.referrals import FORMAT  # noqa: E402
 
 #: Bumped when the features or the way the model is fitted change.
-VERSION = 2
+VERSION = 3
 
 FITTED = ("calibrate", "train")
 DEVELOPMENT = "dev"

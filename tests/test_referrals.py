@@ -6,15 +6,17 @@ mention rules read of each keyword (reviewsd.data.referrals).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from reviewsd.data import referrals
 from reviewsd.data.loading import DEMO_DATA
 from reviewsd.data.mentions import Matcher
 from reviewsd.data.model import business_from_json
-from reviewsd.data.referrals import FORMAT, RULES, Referrals, load
+from reviewsd.data.referrals import FORMAT, RULES, Keywords, Referrals, load
 
 DEMO = business_from_json(json.loads((Path(DEMO_DATA) / "business.json").read_bytes()))
 SHIPPED = Matcher(DEMO)
@@ -70,6 +72,55 @@ class ShippedModelTests(SynchronousTestCase):
         ]:
             self.assertEqual(services(SHIPPED, text), expected, text)
 
+    def test_keyword_in_another_trade_s_story(self) -> None:
+        """
+        A keyword in a story about another trade's work is dropped, though
+        the words beside it say nothing: the roof a leak was blamed on, the
+        new carpet an overflowing toilet spared.
+        """
+        for text, read in [
+            (
+                "The stain on our dining room ceiling was never the roof: Mike "
+                "traced it to the AC condensate line sweating in the attic and "
+                "rerouted it in an hour.",
+                {"ac-repair"},
+            ),
+            (
+                "The plumber came the same day the toilet overflowed, and the new "
+                "carpet survived.",
+                {"plumbing"},
+            ),
+        ]:
+            self.assertEqual(services(SHIPPED, text), read, text)
+
+    def test_pairs_read_as_fitted(self) -> None:
+        """
+        The matcher weighs a keyword's pairs with the text's words as the
+        features the model was fitted on (L{Matcher.service_features}),
+        though it looks them up by keyword: on every demo review, it keeps
+        the services those features and the shipped weights decide.
+        """
+        document = json.loads(
+            (Path(referrals.__file__).parent / "referrals.json").read_bytes()
+        )
+        weights, cut = document["weights"], math.log(document["threshold"])
+        cut -= math.log(1 - document["threshold"])
+        pairs = 0
+        for review in json.loads((Path(DEMO_DATA) / "reviews.json").read_bytes()):
+            text = review.get("text") or ""
+            read = SHIPPED.service_features(text)
+            pairs += sum(
+                f.startswith("tw ") and f in weights for _, fs in read for f in fs
+            )
+            fitted = {
+                service
+                for service, features in read
+                if document["bias"] + sum(weights.get(f, 0.0) for f in set(features))
+                >= cut
+            }
+            self.assertEqual(services(SHIPPED, text), fitted, text)
+        self.assertGreater(pairs, 100)
+
     def test_shipped_document(self) -> None:
         """referrals.json says what it was fitted on and how it did."""
         shipped = load().document
@@ -99,6 +150,30 @@ class ModelTests(SynchronousTestCase):
         self.assertFalse(model.refers(["rule", "t kitchen", "r1 ceiling"]))
         self.assertEqual(model.log_odds(["rule", "rule", "unseen"]), 1.0)
 
+    def test_keywords_with_the_text_s_words(self) -> None:
+        """
+        A weight on a keyword with a word anywhere in its text moves the
+        decision, however far apart they are; the same word with another
+        keyword weighs nothing.
+        """
+        model = Referrals(document(weights={"rule": 2.0, "tw roof condensate": -3.0}))
+        story = Keywords(frozenset({"roof"}), frozenset({"the", "condensate"}))
+        self.assertEqual(model.log_odds(["rule"], story), -2.0)
+        self.assertFalse(model.refers(["rule"], story))
+        other = Keywords(frozenset({"gutter"}), frozenset({"condensate"}))
+        self.assertTrue(model.refers(["rule"], other))
+        self.assertEqual(story.features(), ["tw roof condensate", "tw roof the"])
+        matcher = Matcher(DEMO, model)
+        self.assertEqual(services(matcher, "They redid the roof."), {"roofing"})
+        self.assertNotIn(
+            "roofing",
+            services(
+                matcher,
+                "They redid the roof, and a week later the furnace's condensate "
+                "line was fixed too.",
+            ),
+        )
+
     def test_threshold(self) -> None:
         """A service counts at the threshold's odds or above."""
         model = Referrals(document(threshold=0.75, weights={"rule": 2.0}))
@@ -114,6 +189,7 @@ class ModelTests(SynchronousTestCase):
             (document(threshold=1.5), "threshold"),
             (document(bias="high"), "bias"),
             (document(weights={"rule": "2"}), "weights"),
+            (document(weights={"tw roof": 1.0}), "pairs no keyword"),
         ]:
             with self.assertRaises(ValueError) as raised:
                 Referrals(bad)

@@ -78,10 +78,10 @@ technician, so a few rules of reading come on top:
     on the same terms.
 
 What the rules keep is then weighed by a trained model of the words around
-each keyword (L{reviewsd.data.referrals}), which drops the services named
-only in passing in ways no rule spells out ("the shower kept going
-lukewarm until Tom replaced the mixing valve" is plumbing, not a bathroom
-remodel).
+each keyword and of the whole text (L{reviewsd.data.referrals}), which
+drops the services named only in passing in ways no rule spells out ("the
+shower kept going lukewarm until Tom replaced the mixing valve" is
+plumbing, not a bathroom remodel).
 
 The rules cost a few microseconds a text: terms and word lists are matched
 as character tries, and the words before a keyword are read backwards,
@@ -100,7 +100,7 @@ from typing import Any
 from attrs import frozen
 
 from reviewsd.data.model import Business
-from reviewsd.data.referrals import REFERRALS_DIGEST, Referrals, shipped
+from reviewsd.data.referrals import REFERRALS_DIGEST, Keywords, Referrals, shipped
 
 
 @frozen
@@ -114,7 +114,7 @@ class Found:
 
 NOTHING = Found(frozenset(), frozenset(), frozenset())
 
-MATCHING_REVISION = f"6-referrals-{REFERRALS_DIGEST[:16]}"
+MATCHING_REVISION = f"7-referrals-{REFERRALS_DIGEST[:16]}"
 """
 Changed whenever the rules below or the weights of L{reviewsd.data.referrals}
 change what is found for the same terms: mentions cached under other rules
@@ -475,7 +475,8 @@ _HIRED = "paid pay paying hired hire hiring".split()
 #: punch list is a stage of any larger job, so not one of them).
 _CATCH_ALL = "handyman"
 _LIST_WORDS = "handyman handymen honey do jobs repairs fixes tasks odd errands".split()
-#: The words beside a keyword, as the referrals model reads them.
+#: The words of a text as the referrals model reads them, beside a keyword
+#: and anywhere in it.
 _WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 #: Words that say which one, not what kind: "the old valve" is still the
 #: service's, "the reversing valve" of a heat pump another service's part.
@@ -915,8 +916,10 @@ class Matcher:
         refers = self._referrals.refers
         services = {
             service
-            for service, features in self._read_services(folded, backwards, spans)
-            if refers(features)
+            for service, features, keywords in self._read_services(
+                folded, backwards, spans
+            )
+            if refers(features, keywords)
         }
         areas = {
             o
@@ -1091,15 +1094,21 @@ class Matcher:
     def service_features(self, text: str) -> list[tuple[str, list[str]]]:
         """
         Each service whose keywords C{text} holds, with what the referrals
-        model reads of it (L{_read_services}).
+        model reads of it (L{_read_services}), its keywords' pairs with the
+        text's words spelled out as features.
         """
         folded = text.casefold()
         spans = self._spans(text, folded) if self._pattern is not None else []
-        return self._read_services(folded, folded[::-1], spans)
+        return [
+            (service, [*features, *keywords.features()])
+            for service, features, keywords in self._read_services(
+                folded, folded[::-1], spans
+            )
+        ]
 
     def _read_services(
         self, folded: str, backwards: str, spans: list[tuple[int, int, str]]
-    ) -> list[tuple[str, list[str]]]:
+    ) -> list[tuple[str, list[str], Keywords]]:
         """
         Each service whose keywords the text holds, sorted, with its
         features: whether the rules keep it (the services named most
@@ -1108,7 +1117,8 @@ class Matcher:
         keywords, the two words on either side of each, how often and by
         how many different keywords the text names it (a service a story
         keeps coming back to is its subject), and how many services the
-        text holds and the rules keep.
+        text holds and the rules keep; and its keywords among the text's
+        words (L{Keywords}).
         """
         found = self._services(folded, backwards, spans)
         if not found:
@@ -1132,6 +1142,7 @@ class Matcher:
                 named.setdefault(owner, []).append(term)
         tier = max(plainest.values())
         kept = {o for o, p in plainest.items() if p >= 0 and p == tier}
+        text_words = frozenset(_WORDS.findall(folded))
         common = [
             f"services {min(len(plainest), 3)}",
             f"kept {min(len(kept), 3)}",
@@ -1148,6 +1159,7 @@ class Matcher:
                     *common,
                     *context[owner],
                 ],
+                Keywords(frozenset(named[owner]), text_words),
             )
             for owner, plainness in sorted(plainest.items())
         ]
