@@ -1143,6 +1143,7 @@ class Matcher:
         tier = max(plainest.values())
         kept = {o for o, p in plainest.items() if p >= 0 and p == tier}
         text_words = frozenset(_WORDS.findall(folded))
+        keywords = {o: Keywords(frozenset(t), text_words) for o, t in named.items()}
         common = [
             f"services {min(len(plainest), 3)}",
             f"kept {min(len(kept), 3)}",
@@ -1155,11 +1156,11 @@ class Matcher:
                     "rule" if owner in kept else "not rule",
                     f"plain {plainness}",
                     f"names {min(len(named[owner]), 4)}",
-                    f"terms {min(len(set(named[owner])), 3)}",
+                    f"terms {min(len(keywords[owner].terms), 3)}",
                     *common,
                     *context[owner],
                 ],
-                Keywords(frozenset(named[owner]), text_words),
+                keywords[owner],
             )
             for owner, plainness in sorted(plainest.items())
         ]
