@@ -87,14 +87,13 @@ FITTED = ("calibrate", "train")
 #: pin.  Fitted on train up to 8141 (cross-validation chose dev weight 0.5,
 #: C 1.0, threshold 0.45), they read the 1,988 reviews after it, fresh text
 #: to both, at F1 0.786 rather than 0.770.  Fitted at those choices on the
-#: whole part (10,129 reviews), they drop pricing from "The invoice listed a
-#: permit they never pulled" (probability 0.27) and workmanship from "Great,
-#: another week without heat" (0.32), add workmanship to "Nice people, but
-#: the basement job dragged on for months" (0.50), and their tone reads "Rosa
-#: fixed our wobbly railing and two sticking doors" as praise (0.99): of the
-#: 87 fitted reviews in which a technician "fixed" something, 84 are praise.
-#: No threshold mends all of these.  The later reviews are read by the
-#: verdict and the referrals model only.
+#: whole part (10,625 reviews), they drop pricing from "The invoice listed a
+#: permit they never pulled" (probability 0.33) and workmanship from "Great,
+#: another week without heat" (0.33), and their tone reads "Rosa fixed our
+#: wobbly railing and two sticking doors" as praise (0.99): of the 90 fitted
+#: reviews in which a technician "fixed" something, 85 are praise.  No
+#: threshold mends all of these.  The later reviews are read by the verdict
+#: and the referrals model only.
 LAST_FITTED = "train-3883"
 DEVELOPMENT = "dev"
 PENALTIES = (0.3, 1.0, 3.0)  # scikit-learn's C: the inverse of the penalty
