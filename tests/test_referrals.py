@@ -103,8 +103,8 @@ class ShippedModelTests(SynchronousTestCase):
         document = json.loads(
             (Path(referrals.__file__).parent / "referrals.json").read_bytes()
         )
-        weights, cut = document["weights"], math.log(document["threshold"])
-        cut -= math.log(1 - document["threshold"])
+        weights, threshold = document["weights"], document["threshold"]
+        cut = math.log(threshold / (1 - threshold))
         pairs = 0
         for review in json.loads((Path(DEMO_DATA) / "reviews.json").read_bytes()):
             text = review.get("text") or ""
