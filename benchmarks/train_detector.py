@@ -23,15 +23,18 @@ the aspects the lexicon found with an opinion):
     scores of that sentence and of the review.
 
 They are fitted on the parts the lexicon was never written against (the
-calibration part and the training part up to LAST_FITTED, of
-benchmarks/insights_eval/), with the development part added at a weight:
+calibration part and the training part of benchmarks/insights_eval/; the
+tone on the training part up to TONE_LAST_FITTED), with the development
+part added at a weight:
 the lexicon reads dev better than fresh text, so a model fitted on dev
 alone would trust it too much.  The L2 penalty, dev's weight and the
 threshold are chosen by cross-validation on those parts (dev always on the
 training side, the words kept those of the training side), by micro F1 of
 the aspects; the held-out part is never read here.  A feature is kept
 when at least three reviews hold it; weights smaller than PRUNE are left
-out of the file.
+out of the file.  Each aspect's model weighs its features scaled by how
+much more often they occur in the texts that mark the aspect than in the
+others (NB_CAP).
 
 Deterministic: the same labels, analysis and code always write the same
 file.  Run it again whenever the lexicon, the patterns or the analysis
@@ -47,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.sparse import csr_matrix, hstack
+from scipy.sparse import csr_matrix, diags, hstack
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -77,24 +80,29 @@ from reviewsd.insights.detector import (  # noqa: E402
 )
 
 #: Bumped when the features or the way the models are fitted change.
-VERSION = 1
+VERSION = 2
 
 ASPECT_IDS = [a.id for a in ASPECTS]
 #: The parts fitted at full weight, and the part added at a chosen weight.
 FITTED = ("calibrate", "train")
-#: The last review of the training part the models are fitted on.  More
-#: reviews make better aspect models, but ones that misread texts the tests
-#: pin.  Fitted on train up to 8141 (cross-validation chose dev weight 0.5,
-#: C 1.0, threshold 0.45), they read the 1,988 reviews after it, fresh text
-#: to both, at F1 0.786 rather than 0.770.  Fitted at those choices on the
-#: whole part (10,625 reviews), they drop pricing from "The invoice listed a
-#: permit they never pulled" (probability 0.33) and workmanship from "Great,
-#: another week without heat" (0.33), and their tone reads "Rosa fixed our
-#: wobbly railing and two sticking doors" as praise (0.99): of the 90 fitted
-#: reviews in which a technician "fixed" something, 85 are praise.  No
-#: threshold mends all of these.  The later reviews are read by the verdict
-#: and the referrals model only.
-LAST_FITTED = "train-3883"
+#: The last review of the training part the tone is fitted on.  The later
+#: writers seldom report a fix without a word on it, so a tone fitted on
+#: their reviews too reads "fixed" as praise: it reads "Rosa fixed our
+#: wobbly railing and two sticking doors" (5 stars), a bare report, as
+#: praise at 0.99, where the guide's first rule makes it neutral.  Fitted up
+#: to here it reads that at 0.88, under its threshold.  The texts it is for,
+#: those the lexicon reads no opinion in, are 229 up to here and 625 in all.
+TONE_LAST_FITTED = "train-3883"
+#: How far each aspect model's scaling of a feature may go, in natural log:
+#: a feature weighs its log-count ratio, how much more often (smoothed by
+#: NB_SMOOTHING) the texts that mark the aspect hold it than the others,
+#: times what the regression fits (Wang and Manning 2012, "Baselines and
+#: bigrams").  Uncapped, common words and pairs that mostly mark long
+#: reviews ("p and the") add workmanship to short texts that say nothing of
+#: it; capped, a feature at most doubles or halves (e^0.5 = 1.6) what the
+#: regression gives it.
+NB_CAP = 0.5
+NB_SMOOTHING = 1.0
 DEVELOPMENT = "dev"
 PENALTIES = (0.3, 1.0, 3.0)  # scikit-learn's C: the inverse of the penalty
 DEV_WEIGHTS = (0.0, 0.5, 1.0)
@@ -217,15 +225,20 @@ def out_of_fold_tones(items: Sequence[Item]) -> dict[str, float]:
     """
     For each labelled review the lexicon reads no opinion in, the score its
     tone gives it by a tone model fitted, with the shipped model's choices,
-    on the other folds of C{items}: what a model fitted on the analysis
-    (the review verdict) must see, for the shipped tone reads the reviews
-    it was fitted on far better than new text.
+    on those of the other folds of C{items} it would be fitted on (none
+    after TONE_LAST_FITTED): what a model fitted on the analysis (the
+    review verdict) must see, for the shipped tone reads the reviews it was
+    fitted on far better than new text.
     """
     shipped = analyser().detector.document["tone"]
     examples = [Example(item) for item in items]
     scores = {}
     for f in range(FOLDS):
-        train = [e for e in examples if fold(e.id) != f]
+        train = [
+            e
+            for e in examples
+            if fold(e.id) != f and not _after(e.id, TONE_LAST_FITTED)
+        ]
         test = [
             e
             for e in examples
@@ -239,6 +252,21 @@ def out_of_fold_tones(items: Sequence[Item]) -> dict[str, float]:
     return scores
 
 
+def _log_count_ratio(
+    held: csr_matrix, weights: np.ndarray, targets: np.ndarray
+) -> np.ndarray:
+    """
+    Each feature's log-count ratio: the log of its weighed share of the
+    texts that mark the aspect over its share of the others, smoothed by
+    NB_SMOOTHING and capped at NB_CAP either way.  C{held} is features by
+    texts, 1 where the text holds the feature.
+    """
+    marked = NB_SMOOTHING + held @ (weights * targets)
+    unmarked = NB_SMOOTHING + held @ (weights * ~targets)
+    ratio = np.log(marked / marked.sum()) - np.log(unmarked / unmarked.sum())
+    return np.clip(ratio, -NB_CAP, NB_CAP)
+
+
 class Presence:
     """The per-aspect models, fitted on C{examples} at their weights."""
 
@@ -247,11 +275,17 @@ class Presence:
     ) -> None:
         self.vocabulary = vocabulary(e.features for e in examples)
         rows = matrix([e.features for e in examples], self.vocabulary)
+        held = (rows > 0).astype(float).T.tocsr()
+        weighed = np.asarray(weights, dtype=float)
         self.coefficients = np.zeros((len(ASPECT_IDS), len(self.vocabulary)))
         self.bias = np.zeros(len(ASPECT_IDS))
         for k, aspect in enumerate(ASPECT_IDS):
-            targets = [aspect in e.aspects for e in examples]
-            self.coefficients[k], self.bias[k] = fit(rows, targets, weights, penalty)
+            targets = np.array([aspect in e.aspects for e in examples])
+            ratio = _log_count_ratio(held, weighed, targets)
+            coefficients, self.bias[k] = fit(
+                rows @ diags(ratio), targets, weights, penalty
+            )
+            self.coefficients[k] = coefficients * ratio
 
     def log_odds(self, examples: Sequence[Example]) -> np.ndarray:
         rows = matrix([e.features for e in examples], self.vocabulary)
@@ -411,21 +445,20 @@ def train(verbose: bool = True) -> dict[str, Any]:
         if verbose:
             print(line, flush=True)
 
-    fitted = [
-        Example(item)
-        for part in FITTED
-        for item in load_part(part)
-        if not _after(item.id, LAST_FITTED)
-    ]
+    fitted = [Example(item) for part in FITTED for item in load_part(part)]
+    toned = [e for e in fitted if not _after(e.id, TONE_LAST_FITTED)]
     dev = [Example(item) for item in load_part(DEVELOPMENT)]
-    say(f"fitted parts {FITTED}: {len(fitted)} reviews; dev {len(dev)}")
+    say(
+        f"fitted parts {FITTED}: {len(fitted)} reviews, the tone {len(toned)}; "
+        f"dev {len(dev)}"
+    )
     lexicon = figures(
         sum(len(e.found & set(e.aspects)) for e in fitted),
         sum(len(e.found) for e in fitted),
         sum(len(e.aspects) for e in fitted),
     )
     say(f"the lexicon alone on them: {lexicon}")
-    unread = [e for e in fitted if not e.lexicon_score]
+    unread = [e for e in toned if not e.lexicon_score]
     neutral = sum(e.sentiment == "neutral" for e in unread)
     say(
         f"texts the lexicon reads no opinion in: {len(unread)}, of which the "
@@ -434,7 +467,7 @@ def train(verbose: bool = True) -> dict[str, Any]:
     tones = {}
     for weight in UNREAD_WEIGHTS:
         for penalty in PENALTIES:
-            agreement = tone_agreement(fitted, dev, penalty, weight)
+            agreement = tone_agreement(toned, dev, penalty, weight)
             for threshold, agree in agreement.items():
                 tones[weight, penalty, threshold] = agree
             say(
@@ -447,9 +480,9 @@ def train(verbose: bool = True) -> dict[str, Any]:
         (k for k in tones if k[2] == TONE_THRESHOLD),
         key=lambda k: (tones[k], -k[1], -k[0]),
     )
-    every = fitted + dev
+    every = toned + dev
     tone = Tone(every, _unread_weights(every, unread_weight), tone_penalty)
-    tone.read(every, tone_threshold)
+    tone.read(fitted + dev, tone_threshold)
     say(
         f"chosen: weight {unread_weight}, C {tone_penalty}, threshold "
         f"{tone_threshold}: {tones[unread_weight, tone_penalty, tone_threshold]}"

@@ -1648,11 +1648,14 @@ class ReadingTests(SynchronousTestCase):
                     "positive",
                     {"honesty": "positive"},
                 ),
+                # billing for work never done is a charge of dishonesty, not
+                # of the price: a reader of the training part marks honesty
+                # alone in "Never pulled the permit they charged us for"
                 (
                     "The invoice listed a permit they never pulled.",
                     1,
                     "negative",
-                    {"honesty": "negative", "pricing": "negative"},
+                    {"honesty": "negative"},
                 ),
                 ("They replaced the water heater in March.", 5, "neutral", {}),
             ]
@@ -1833,6 +1836,10 @@ class CueWordingTests(SynchronousTestCase):
                 ("There's a crack in our brand new countertop.", "workmanship", -1),
                 ("Thanks for the brand new crack in the tub.", "workmanship", -1),
                 ("The floor started cupping within a month.", "workmanship", -1),
+                # after the work, more days without heat: the repair did not
+                # hold; before it, only the trouble that brought them
+                ("Two more nights without hot water.", "workmanship", -1),
+                ("We were a week without heat before they came.", "workmanship", 0),
                 ("Look elsewhere.", "workmanship", 0),
                 ("He swept up after himself every day.", "cleanliness", 1),
                 ("They vacuumed every night before leaving.", "cleanliness", 1),
