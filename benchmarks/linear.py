@@ -31,6 +31,13 @@ def fold(example_id: str, folds: int = FOLDS) -> int:
     return hashlib.sha256(example_id.encode()).digest()[0] % folds
 
 
+def after(example_id: str, last: str) -> bool:
+    """Whether C{example_id} comes after C{last} in the same part."""
+    part, _, number = example_id.rpartition("-")
+    last_part, _, last_number = last.rpartition("-")
+    return part == last_part and int(number) > int(last_number)
+
+
 def vocabulary(
     rows: Iterable[Iterable[str]], min_count: int = MIN_COUNT
 ) -> dict[str, int]:
