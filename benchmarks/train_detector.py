@@ -277,7 +277,7 @@ class Presence:
     ) -> None:
         self.vocabulary = vocabulary(e.features for e in examples)
         rows = matrix([e.features for e in examples], self.vocabulary)
-        held = (rows > 0).astype(float).T.tocsr()
+        held = rows.T.tocsr()  # features by texts, 0/1 as matrix() makes them
         weighed = np.asarray(weights, dtype=float)
         self.coefficients = np.zeros((len(ASPECT_IDS), len(self.vocabulary)))
         self.bias = np.zeros(len(ASPECT_IDS))
