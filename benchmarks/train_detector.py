@@ -17,7 +17,9 @@ the aspects the lexicon found with an opinion):
     by how often the reader's label agrees on those texts;
   - one per aspect, over the review's features: does the reader mark it?
     An aspect counts when its probability reaches one threshold shared by
-    all aspects;
+    all aspects.  It reads the texts with an opinion, the lexicon's or the
+    tone's; in fitting, a text's tone is read by a tone model fitted
+    without it, as new text is;
   - one for the side of an aspect the lexicon did not find, over the
     features of the sentence that is the strongest evidence for it and the
     scores of that sentence and of the review.
@@ -143,15 +145,20 @@ class Example:
         self.sentences = evidence.sentences
         self.sentence_scores = evidence.sentence_scores
         self.sentiment = item.sentiment
-        #: The lexicon's score; the text's, once its tone is read (Tone.read).
+        #: The lexicon's score; the text's, once its tone is read (read_tones).
         self.lexicon_score = self.score = evidence.score or 0.0
-        #: Whether the detector reads it at all: a text the lexicon reads no
-        #: opinion in has no aspect (Detector.decide).
-        self.opinionated = bool(self.score)
         self.found = {mention[0] for mention in evidence.found}
         features = {f for sentence in self.sentences for f in sentence}
         features.update(lexicon_feature(a) for a in self.found)
         self.features = sorted(features)
+
+    @property
+    def opinionated(self) -> bool:
+        """
+        Whether the detector reads it at all: a text in which neither the
+        lexicon nor the tone reads an opinion has no aspect (Detector.decide).
+        """
+        return bool(self.score)
 
 
 class Tone:
@@ -177,16 +184,14 @@ class Tone:
         z = np.exp(z - z.max(axis=1, keepdims=True))
         return z / z.sum(axis=1, keepdims=True)
 
-    def read(self, examples: Sequence[Example], threshold: float) -> None:
-        """
-        Give each text the lexicon reads no opinion in the score of its
-        tone, as the analysis does (the detector still reads no aspect in it).
-        """
-        unread = [e for e in examples if not e.lexicon_score and e.sentences]
-        if not unread:
-            return
-        for e, p in zip(unread, self.probabilities(unread), strict=True):
-            e.score = _tone_score(p, threshold)
+    def scores(self, examples: Sequence[Example], threshold: float) -> dict[str, float]:
+        """The score its tone gives each text of C{examples}, by id."""
+        if not examples:
+            return {}
+        return {
+            e.id: _tone_score(p, threshold)
+            for e, p in zip(examples, self.probabilities(examples), strict=True)
+        }
 
 
 def _tone_score(p: np.ndarray, threshold: float) -> float:
@@ -225,17 +230,16 @@ def tone_agreement(
     return agree
 
 
-def out_of_fold_tones(items: Sequence[Item]) -> dict[str, float]:
+def _fold_tones(
+    examples: Sequence[Example], unread: float, penalty: float, threshold: float
+) -> dict[str, float]:
     """
-    For each labelled review the lexicon reads no opinion in, the score its
-    tone gives it by a tone model fitted, with the shipped model's choices,
-    on those of the other folds of C{items} it would be fitted on (none
-    after TONE_LAST_FITTED): what a model fitted on the analysis (the
-    review verdict) must see, for the shipped tone reads the reviews it was
-    fitted on far better than new text.
+    For each of C{examples} the lexicon reads no opinion in, the score its
+    tone gives it by a tone model fitted, with these choices, on those of
+    the other folds it would be fitted on (none after TONE_LAST_FITTED):
+    what a model fitted on the analysis must see, for a tone reads the
+    reviews it was fitted on far better than new text.
     """
-    shipped = analyser().detector.document["tone"]
-    examples = [Example(item) for item in items]
     scores = {}
     for f in range(FOLDS):
         train = [
@@ -246,12 +250,37 @@ def out_of_fold_tones(items: Sequence[Item]) -> dict[str, float]:
             for e in examples
             if fold(e.id) == f and not e.lexicon_score and e.sentences
         ]
-        tone = Tone(
-            train, _unread_weights(train, shipped["unread_weight"]), shipped["penalty"]
-        )
-        for e, p in zip(test, tone.probabilities(test), strict=True):
-            scores[e.id] = _tone_score(p, shipped["threshold"])
+        tone = Tone(train, _unread_weights(train, unread), penalty)
+        scores.update(tone.scores(test, threshold))
     return scores
+
+
+def read_tones(
+    examples: Sequence[Example], unread: float, penalty: float, threshold: float
+) -> None:
+    """
+    Give each text the lexicon reads no opinion in the score of its tone,
+    as the analysis does, out of fold (L{_fold_tones}).
+    """
+    for e in examples:
+        e.score = e.lexicon_score
+    scores = _fold_tones(examples, unread, penalty, threshold)
+    for e in examples:
+        e.score = scores.get(e.id, e.score)
+
+
+def out_of_fold_tones(items: Sequence[Item]) -> dict[str, float]:
+    """
+    L{_fold_tones} of C{items} with the shipped tone's choices: what the
+    review verdict is fitted on.
+    """
+    shipped = analyser().detector.document["tone"]
+    return _fold_tones(
+        [Example(item) for item in items],
+        shipped["unread_weight"],
+        shipped["penalty"],
+        shipped["threshold"],
+    )
 
 
 def _log_count_ratio(
@@ -489,7 +518,7 @@ def train(verbose: bool = True) -> dict[str, Any]:
     )
     every = toned + dev
     tone = Tone(every, _unread_weights(every, unread_weight), tone_penalty)
-    tone.read(fitted + dev, tone_threshold)
+    read_tones([*fitted, *dev], unread_weight, tone_penalty, tone_threshold)
     say(
         f"chosen: weight {unread_weight}, C {tone_penalty}, threshold "
         f"{tone_threshold}: {tones[unread_weight, tone_penalty, tone_threshold]}"

@@ -1387,6 +1387,34 @@ class ReadingTests(SynchronousTestCase):
             ]
         )
 
+    def test_opinions_in_no_opinion_words(self) -> None:
+        """
+        A text with no sentiment word that still praises, as its tone says,
+        names the aspect it praises: a fix that works, a job done soon.
+        """
+        self.check(
+            [
+                (
+                    "Every outlet in the kitchen works now.",
+                    5,
+                    "positive",
+                    {"workmanship": "positive"},
+                ),
+                (
+                    "Dishwasher drains now, first time since spring.",
+                    4,
+                    "positive",
+                    {"workmanship": "positive"},
+                ),
+                (
+                    "Heat back on before the kids woke up.",
+                    5,
+                    "positive",
+                    {"scheduling": "positive"},
+                ),
+            ]
+        )
+
     def test_facts_are_not_opinions(self) -> None:
         """
         A text of facts only is neutral and names no aspect, whatever the

@@ -105,7 +105,8 @@ class Analysis(NamedTuple):
     @ivar sentence_scores: the score of every sentence, the weighted mean
         of its opinionated segments (0 when none is), in text order.
     @ivar aspects: the aspects the text gives an opinion on, sorted by id,
-        as the detector decides from the lexicon's reading: one the lexicon
+        as the detector decides from the lexicon's reading and, where that
+        has none, the tone's: one the lexicon
         found with the weighted mean of its segments' opinions and its
         phrases; one the detector adds with the side it reads, no phrase.
     @ivar topics: the topic ids the text mentions, sorted.
@@ -253,9 +254,8 @@ class Analyser:
     def analyse(self, text: str) -> Analysis:
         """
         The analysis of one review text: the lexicon's reading of it, with
-        the tone of its words where the lexicon reads no opinion (which
-        gives the text a side, never an aspect), and the aspects the
-        detector decides from that reading.
+        the tone of its words where the lexicon reads no opinion, and the
+        aspects the detector decides from that reading.
         """
         sentences, compounds, read, found = self._read(text)
         features = [s.features for s in sentences]
@@ -278,7 +278,7 @@ class Analyser:
         return Analysis(
             score=score,
             sentence_scores=compounds,
-            aspects=self.detector.decide(features, compounds, read or 0.0, found),
+            aspects=self.detector.decide(features, compounds, score or 0.0, found),
             topics=tuple(sorted(topics)),
             problems=[[problem, problems[problem]] for problem in sorted(problems)],
             quotes=tuple(quotes[:QUOTES_PER_REVIEW]),

@@ -209,8 +209,8 @@ METHOD = {
         "which aspects the review gives an opinion on: one the lexicon found "
         "keeps its score; one it adds takes the side a second regression "
         "reads in the sentence that is the strongest evidence for it, from -1 "
-        "to 1. A text the lexicon reads no opinion in names no aspect. Aspect "
-        "figures average these over the reviews."
+        "to 1. A text with no opinion, neither the lexicon's nor its tone's, "
+        "names no aspect. Aspect figures average these over the reviews."
     ),
     "stars": (
         f"A review's label weighs its text and its stars. Where the lexicon "

@@ -24,8 +24,8 @@ visits and the toilet still runs").  A third regression reads the tone of
 its words as C{positive}, C{neutral} or C{negative}; where it is sure
 enough of a side, the text takes the weakest score of that side
 (L{TONE_SCORE}), which the verdict then weighs with the stars
-(L{reviewsd.insights.verdict}); it names no aspect.  Facts alone read as
-neutral.
+(L{reviewsd.insights.verdict}), and the aspect models read it as they read
+any text with an opinion.  Facts alone read as neutral and name no aspect.
 
 The weights are C{detector.json}, fitted by C{benchmarks/train_detector.py}
 on labelled reviews; this module only reads them.  Deciding costs a dict
@@ -196,10 +196,10 @@ class Detector:
         """
         The aspects of a text, sorted by id, from the features of each of
         its sentences (L{sentence_features}), their scores, the text's
-        score as the lexicon reads it and the aspects the lexicon C{found}.
-        A text in which the lexicon reads no opinion at all has none: facts
-        alone ("they replaced the gutters in March") say nothing of any
-        aspect, whatever the tone of their words.
+        score (the lexicon's, else its tone's) and the aspects the lexicon
+        C{found}.  A text with no opinion at all, a C{score} of 0, has none:
+        facts alone ("they replaced the gutters in March") say nothing of
+        any aspect.
         """
         if not score:
             return ()
