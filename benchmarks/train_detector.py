@@ -262,11 +262,9 @@ def read_tones(
     Give each text the lexicon reads no opinion in the score of its tone,
     as the analysis does, out of fold (L{_fold_tones}).
     """
-    for e in examples:
-        e.score = e.lexicon_score
     scores = _fold_tones(examples, unread, penalty, threshold)
     for e in examples:
-        e.score = scores.get(e.id, e.score)
+        e.score = scores.get(e.id, e.lexicon_score)
 
 
 def out_of_fold_tones(items: Sequence[Item]) -> dict[str, float]:

@@ -106,9 +106,9 @@ class Analysis(NamedTuple):
         of its opinionated segments (0 when none is), in text order.
     @ivar aspects: the aspects the text gives an opinion on, sorted by id,
         as the detector decides from the lexicon's reading and, where that
-        has none, the tone's: one the lexicon
-        found with the weighted mean of its segments' opinions and its
-        phrases; one the detector adds with the side it reads, no phrase.
+        has none, the tone's: one the lexicon found with the weighted mean
+        of its segments' opinions and its phrases; one the detector adds
+        with the side it reads, no phrase.
     @ivar topics: the topic ids the text mentions, sorted.
     @ivar problems: every kind of problem whose cues appear, sorted by id,
         with the opinion and phrases of each segment that holds one of its
