@@ -1,5 +1,5 @@
 """
-Many new texts analysed at once in worker processes
+Many new texts read at once in worker processes
 (reviewsd.insights.workers), and the cache's use of them.
 """
 
@@ -14,13 +14,16 @@ from twisted.internet import defer
 from twisted.logger import capturedLogs
 from twisted.trial.unittest import SynchronousTestCase
 
+from reviewsd.data.mentions import Matcher
+from reviewsd.data.model import Business, business_from_json
 from reviewsd.data.synthetic import write as write_synthetic
 from reviewsd.insights import ReviewCache
 from reviewsd.insights.analysis import analyse
-from reviewsd.insights.cache import to_stored
-from reviewsd.insights.workers import AnalysisWorkers, stored_analysis
+from reviewsd.insights.cache import Reading, to_stored
+from reviewsd.insights.derive import business_key
+from reviewsd.insights.workers import AnalysisWorkers, reading
 from tests.support.daemon import DaemonTestCase, free_port
-from tests.support.insights import Counting, dataset, derive, record
+from tests.support.insights import BUSINESS, Counting, dataset, derive, record
 
 TEXTS = [
     "Dev was on time and the new shower looks great.",
@@ -32,31 +35,53 @@ TEXTS = [
 ]
 
 
-def _die(text: str) -> str:
+def _die(text: str) -> Reading:
     """A worker's task that kills its process."""
     os._exit(3)
 
 
 class Recording:
-    """Workers that analyse in this process and record each batch."""
+    """Workers that read in this process and record each batch."""
 
     def __init__(self, decline: bool = False) -> None:
         self.batches: list[list[str]] = []
         self.decline = decline
 
-    def __call__(self, texts: Sequence[str]) -> list[str] | None:
+    def __call__(
+        self, texts: Sequence[str], business: Business
+    ) -> list[Reading] | None:
         self.batches.append(list(texts))
-        return None if self.decline else [stored_analysis(t) for t in texts]
+        if self.decline:
+            return None
+        matcher = Matcher(business)
+        return [reading(matcher, t) for t in texts]
 
 
 class WorkersTests(SynchronousTestCase):
     def test_same_as_this_process(self) -> None:
         """
         Worker processes give each text's analysis in the stored form this
-        process would have made, in the texts' order.
+        process would have made, and what it mentions of the business given,
+        in the texts' order.
         """
+        business = business_from_json(BUSINESS)
         workers = AnalysisWorkers(2, smallest=len(TEXTS), chunk=2)
-        self.assertEqual(workers(TEXTS), [to_stored(analyse(t)) for t in TEXTS])
+        read = workers(TEXTS, business)
+        self.assertEqual(
+            [analysis for analysis, _ in read or []],
+            [to_stored(analyse(t)) for t in TEXTS],
+        )
+        self.assertEqual(
+            [mentions for _, mentions in read or []],
+            [
+                (("Dev Patel",), (), ()),
+                ((), (), ()),
+                ((), ("ac-repair",), ()),
+                ((), ("roofing",), ()),
+                (("Michael Reyes",), (), ()),
+                ((), (), ()),
+            ],
+        )
         self.assertIsNone(workers.failure)
 
     def test_too_few_for_processes(self) -> None:
@@ -64,8 +89,9 @@ class WorkersTests(SynchronousTestCase):
         Fewer texts than are worth starting processes for, or one process,
         are left to the calling thread.
         """
-        self.assertIsNone(AnalysisWorkers(2, smallest=len(TEXTS) + 1)(TEXTS))
-        self.assertIsNone(AnalysisWorkers(1, smallest=1)(TEXTS))
+        business = business_from_json(BUSINESS)
+        self.assertIsNone(AnalysisWorkers(2, smallest=len(TEXTS) + 1)(TEXTS, business))
+        self.assertIsNone(AnalysisWorkers(1, smallest=1)(TEXTS, business))
 
     def test_dead_workers(self) -> None:
         """
@@ -74,7 +100,7 @@ class WorkersTests(SynchronousTestCase):
         """
         workers = AnalysisWorkers(2, smallest=1, task=_die)
         with capturedLogs() as events:
-            self.assertIsNone(workers(TEXTS))
+            self.assertIsNone(workers(TEXTS, business_from_json(BUSINESS)))
         assert workers.failure is not None
         self.assertIn("BrokenProcessPool", workers.failure)
         (event,) = [e for e in events if "worker processes failed" in e["log_format"]]
@@ -104,6 +130,53 @@ class PreparedTests(SynchronousTestCase):
             workers.batches[1:], [["Dev was early and the shower looks great."]]
         )
         self.assertEqual(counting.texts, [])
+
+    def test_mentions_from_workers(self) -> None:
+        """
+        A text the workers read is taken with the mentions they found, for
+        the business fingerprint given: derivation does not read it again.
+        Texts that name the same things share one copy of them.
+        """
+        business = business_from_json(BUSINESS)
+        cache = ReviewCache(workers=Recording())
+        reviews = [(f"r{n}", text) for n, text in enumerate(TEXTS, 1)]
+        cache.prepare(reviews, business, "key")
+        for review_id, text, mentions in [
+            ("r1", TEXTS[0], (("Dev Patel",), (), ())),
+            ("r5", TEXTS[4], (("Michael Reyes",), (), ())),
+        ]:
+            entry = cache.entry(review_id, text)
+            self.assertEqual((entry.mentions_key, entry.mentions), ("key", mentions))
+            self.assertEqual(cache.mentioned(review_id), mentions)
+        self.assertEqual(cache.entry("r2", TEXTS[1]).mentions, ((), (), ()))
+        self.assertIs(
+            cache.entry("r2", TEXTS[1]).mentions, cache.entry("r6", TEXTS[5]).mentions
+        )
+
+    def test_derivation_reads_no_mentions_again(self) -> None:
+        """
+        A derivation whose workers read every text asks its own matcher for
+        no mentions.
+        """
+        data = dataset(self.records())
+        found: list[str | None] = []
+        find = Matcher.find
+
+        def counted(matcher: Matcher, text: str | None) -> object:
+            found.append(text)
+            return find(matcher, text)
+
+        matcher = Matcher(data.business)
+        readings = {t: reading(matcher, t) for t in TEXTS}  # before counting
+        cache = ReviewCache(workers=lambda texts, _: [readings[t] for t in texts])
+        self.patch(Matcher, "find", counted)
+        document = derive(data, cache)
+        self.assertEqual(found, [])
+        self.patch(Matcher, "find", find)
+        self.assertEqual(document, derive(dataset(self.records())))
+        self.assertEqual(
+            cache.entry("r001", TEXTS[0]).mentions_key, business_key(data.business)
+        )
 
     def test_declined(self) -> None:
         """Workers that decline a batch leave it to the cache's analyser."""

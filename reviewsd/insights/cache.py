@@ -42,12 +42,16 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from reviewsd.insights.analysis import ENGINE_VERSION, Analysis, analyse
 from reviewsd.memory import paused
+
+if TYPE_CHECKING:
+    from reviewsd.data.mentions import Matcher
+    from reviewsd.data.model import Business
 
 Mentions = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 """
@@ -57,6 +61,27 @@ for every review.
 """
 
 NOTHING: Mentions = ((), (), ())
+
+Reading = tuple[str, Mentions]
+"""What is read of a new text: its analysis in the stored form, and its mentions."""
+
+Workers = Callable[[Sequence[str], "Business"], "list[Reading] | None"]
+"""
+Reads a batch of new texts at once, in their order, their mentions those of
+the business given; or declines with C{None}
+(L{reviewsd.insights.workers.AnalysisWorkers}).
+"""
+
+
+def mentions_in(matcher: Matcher, text: str) -> Mentions:
+    """What C{text} mentions of C{matcher}'s business, in the form kept."""
+    found = matcher.find(text)
+    return (
+        tuple(sorted(found.technicians)),
+        tuple(sorted(found.services)),
+        tuple(sorted(found.areas)),
+    )
+
 
 #: Bumped when the tables or the stored form of an analysis change.
 _SCHEMA = 3
@@ -220,9 +245,8 @@ class ReviewCache:
     """
     Per-review analyses keyed by (review id, SHA-256 of the text, engine
     version); with a C{path}, persisted there as SQLite.  C{workers}, when
-    given, analyses a batch of new texts at once (L{prepare}): given the
-    texts, it returns their stored analyses, or C{None} to leave them to
-    C{analyser} one by one (L{reviewsd.insights.workers.AnalysisWorkers}).
+    given, reads a batch of new texts at once (L{prepare}, L{Workers}), or
+    declines and leaves them to C{analyser} and the matcher, one by one.
     C{memo_version}, when given, is the version of derivation's memos
     (L{reviewsd.insights.tally.MEMO_VERSION}) the file keeps beside the
     analyses; without it, memos live in memory only.
@@ -238,15 +262,18 @@ class ReviewCache:
         path: Path | None = None,
         *,
         analyser: Callable[[str], Analysis] = analyse,
-        workers: Callable[[Sequence[str]], list[str] | None] | None = None,
+        workers: Workers | None = None,
         memo_version: str | None = None,
     ) -> None:
         self.path = path
         self._memo_version = memo_version
         self._analyse = analyser
         self._workers = workers
-        #: Analyses L{prepare} made, by review id: (text, stored form).
-        self._prepared: dict[str, tuple[str, str]] = {}
+        #: What L{prepare} read, by review id: (text, stored analysis,
+        #: mentions), the mentions for the business fingerprint
+        #: C{_prepared_key}.
+        self._prepared: dict[str, tuple[str, str, Mentions]] = {}
+        self._prepared_key = ""
         self._entries: dict[str, Entry] = {}
         self._dirty: set[str] = set()
         self._removed: set[str] = set()
@@ -285,7 +312,7 @@ class ReviewCache:
             if entry is not None:
                 self.reused += 1
                 return entry
-            return self._analysed(review_id, text)[0]
+            return self._analysed(review_id, text)
 
     def _held(self, review_id: str, text: str) -> Entry | None:
         """The entry of C{review_id} if it holds the analysis of C{text}."""
@@ -301,12 +328,15 @@ class ReviewCache:
                 return entry
         return None
 
-    def prepare(self, reviews: Iterable[tuple[str, str]]) -> None:
+    def prepare(
+        self, reviews: Iterable[tuple[str, str]], business: Business, key: str
+    ) -> None:
         """
-        Have the workers analyse at once the texts of C{reviews} (review id,
-        text) that the cache holds no analysis of; L{entry} then takes each
-        as if it had just made it.  Without workers, or when they decline,
-        nothing is done.
+        Have the workers read at once the texts of C{reviews} (review id,
+        text) that the cache holds no analysis of: each one's analysis, and
+        what it mentions of C{business}, whose fingerprint is C{key}.
+        L{entry} then takes each as if it had just made it, mentions and
+        all.  Without workers, or when they decline, nothing is done.
         """
         if self._workers is None:
             return
@@ -315,28 +345,35 @@ class ReviewCache:
         self._prepared = {}
         if not missing:
             return
-        stored = self._workers([text for _, text in missing])
-        if stored is not None:
-            self._prepared = {
-                review_id: (text, raw)
-                for (review_id, text), raw in zip(missing, stored, strict=True)
-            }
+        read = self._workers([text for _, text in missing], business)
+        if read is None:
+            return
+        # most texts name the same few things: one tuple each, as at load
+        shared: dict[Mentions, Mentions] = {}
+        for (review_id, text), (raw, found) in zip(missing, read, strict=True):
+            mentions = shared.get(found)
+            if mentions is None:
+                technicians, services, areas = map(_names, found)
+                mentions = shared[found] = (technicians, services, areas)
+            self._prepared[review_id] = (text, raw, mentions)
+        self._prepared_key = key
 
-    def _analysed(self, review_id: str, text: str) -> tuple[Entry, Analysis]:
-        """A new entry for C{review_id}, with the analysis of C{text}."""
+    def _analysed(self, review_id: str, text: str) -> Entry:
+        """
+        A new entry for C{review_id}, with the analysis of C{text}: the one
+        L{prepare} read, with its mentions, else one made now.
+        """
         prepared = self._prepared.pop(review_id, None)
         if prepared is not None and prepared[0] == text:
-            raw = prepared[1]
-            analysis = from_stored(raw)
+            _, raw, mentions = prepared
+            entry = Entry(text_hash(text), raw, self._prepared_key, mentions, text=text)
         else:
-            analysis = self._analyse(text)
-            raw = to_stored(analysis)
-        entry = Entry(text_hash(text), raw, text=text)
+            entry = Entry(text_hash(text), to_stored(self._analyse(text)), text=text)
         self.analysed += 1
         self._entries[review_id] = entry
         self._dirty.add(review_id)
         self._removed.discard(review_id)
-        return entry, analysis
+        return entry
 
     def read(self, review_id: str, entry: Entry) -> tuple[Entry, Analysis]:
         """
@@ -352,7 +389,9 @@ class ReviewCache:
             except ValueError:
                 pass
         with self._lock:
-            return self._analysed(review_id, entry.text or "")
+            entry = self._analysed(review_id, entry.text or "")
+        assert entry.raw is not None  # a new entry holds its analysis
+        return entry, from_stored(entry.raw)
 
     def _stored(self, review_id: str, digest: str) -> str | None:
         """The file's analysis of C{review_id}'s text, if it still has it."""

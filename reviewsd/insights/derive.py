@@ -152,7 +152,7 @@ import orjson
 from reviewsd import __version__
 from reviewsd.data.mentions import MATCHING_REVISION, Matcher
 from reviewsd.data.model import Business, Dataset, Review
-from reviewsd.insights.cache import Entry, Mentions, ReviewCache
+from reviewsd.insights.cache import Entry, ReviewCache, mentions_in
 from reviewsd.insights.data import (
     ASPECTS,
     MEASURED,
@@ -258,15 +258,6 @@ def business_key(business: Business) -> str:
         list(business.service_areas),
     ]
     return hashlib.sha256(json.dumps(value).encode()).hexdigest()
-
-
-def _mentions(matcher: Matcher, text: str) -> Mentions:
-    found = matcher.find(text)
-    return (
-        tuple(sorted(found.technicians)),
-        tuple(sorted(found.services)),
-        tuple(sorted(found.areas)),
-    )
 
 
 #: Bumped when a checkpoint's stored form (L{Checkpoint.stored}) changes.
@@ -476,7 +467,9 @@ def _add_up(dataset: Dataset, matcher: Matcher, cache: ReviewCache) -> Tally:
     mark = max(start, size - CHECKPOINT_DISTANCE)
     # the texts this derivation reads, all at once for a cache with workers
     cache.prepare(
-        (review.id, review.text) for review in reviews[: size - start] if review.text
+        ((review.id, review.text) for review in reviews[: size - start] if review.text),
+        business,
+        key,
     )
     cache.recall(review.id for review in reviews[: size - start] if review.text)
     for ordinal in range(start, size):
@@ -520,7 +513,7 @@ def _memo(
     changed.
     """
     review_id = review.id
-    find = partial(_mentions, matcher, text)
+    find = partial(mentions_in, matcher, text)
     if entry.mentions_key != key or entry.mentions is None:
         cache.mentions(review_id, entry, key, find)  # and forgets the memo
     memo: Memo | None = entry.memo
