@@ -32,7 +32,7 @@ DEFAULT_LISTEN = "tcp:8080:interface=127.0.0.1"
 
 _PATH_OPTIONS = ("data", "state-dir", "callback-ca", "mcp-session-key")
 
-#: The most analysis processes started by default: each holds about 80 MiB
+#: The most analysis processes started by default: each holds about 96 MiB
 #: while it lives.
 MOST_ANALYSIS_PROCESSES = 4
 
