@@ -580,6 +580,23 @@ class CacheTests(SynchronousTestCase):
             document["per_review"]["r001"]["mentions"]["technicians"], ["Sam W"]
         )
 
+    def test_mentions_kept_once(self) -> None:
+        """
+        Texts that name the same things share one copy of what they name,
+        as found by derivation and as read back from the file.
+        """
+        path = Path(self.mktemp())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        records = [*self.records(), record(4, "Dev was on time.")]
+        cache = ReviewCache(path)
+        derive(dataset(records), cache)
+        self.assertEqual(cache.mentioned("r001"), (("Dev Patel",), (), ()))
+        self.assertIs(cache.mentioned("r001"), cache.mentioned("r004"))
+        cache.save()
+        again = ReviewCache(path)
+        self.assertEqual(again.mentioned("r004"), (("Dev Patel",), (), ()))
+        self.assertIs(again.mentioned("r001"), again.mentioned("r004"))
+
     def test_forgets_removed_reviews(self) -> None:
         """Reviews no longer published leave the cache."""
         cache = ReviewCache()

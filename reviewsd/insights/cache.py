@@ -232,7 +232,7 @@ def _mentions_from_json(raw: str | None) -> Mentions | None:
     lists = [found[key] for key in _MENTION_KEYS]
     if not all(isinstance(names, list) for names in lists):
         return None
-    technicians, services, areas = map(_names, lists)
+    technicians, services, areas = map(tuple, lists)
     return technicians, services, areas
 
 
@@ -274,6 +274,8 @@ class ReviewCache:
         #: C{_prepared_key}.
         self._prepared: dict[str, tuple[str, str, Mentions]] = {}
         self._prepared_key = ""
+        #: The mentions entries hold, each kept once (L{_shared}).
+        self._named: dict[Mentions, Mentions] = {}
         self._entries: dict[str, Entry] = {}
         self._dirty: set[str] = set()
         self._removed: set[str] = set()
@@ -348,15 +350,21 @@ class ReviewCache:
         read = self._workers([text for _, text in missing], business)
         if read is None:
             return
-        # most texts name the same few things: one tuple each, as at load
-        shared: dict[Mentions, Mentions] = {}
         for (review_id, text), (raw, found) in zip(missing, read, strict=True):
-            mentions = shared.get(found)
-            if mentions is None:
-                technicians, services, areas = map(_names, found)
-                mentions = shared[found] = (technicians, services, areas)
-            self._prepared[review_id] = (text, raw, mentions)
+            self._prepared[review_id] = (text, raw, self._shared(found))
         self._prepared_key = key
+
+    def _shared(self, found: Mentions) -> Mentions:
+        """
+        C{found} as entries keep it: most texts name the same few things,
+        so each such tuple, and each name in it, is kept once.
+        """
+        mentions = self._named.get(found)
+        if mentions is None:
+            technicians, services, areas = map(_names, found)
+            mentions = (technicians, services, areas)
+            self._named[mentions] = mentions
+        return mentions
 
     def _analysed(self, review_id: str, text: str) -> Entry:
         """
@@ -430,8 +438,7 @@ class ReviewCache:
         if entry.mentions_key == key and entry.mentions is not None:
             return entry.mentions
         with self._lock:
-            technicians, services, areas = map(_names, find())
-            entry.mentions = (technicians, services, areas)
+            entry.mentions = self._shared(find())
             entry.mentions_key = key
             entry.memo = entry.kept = None
             self._dirty.add(review_id)
@@ -535,6 +542,7 @@ class ReviewCache:
             self._close_file()
             self.discarded = None
             self._entries.clear()
+            self._named.clear()
             self._dirty.clear()
             self._removed.clear()
             self._rewrite = self._stale_memos = self._memos_in_file = False
@@ -584,7 +592,10 @@ class ReviewCache:
                 if mentions in known:
                     found = known[mentions]
                 else:
-                    found = known[mentions] = _mentions_from_json(mentions)
+                    parsed = _mentions_from_json(mentions)
+                    found = known[mentions] = (
+                        None if parsed is None else self._shared(parsed)
+                    )
                 # one business fingerprint for all, not one string per row
                 key = None if found is None else sys.intern(mentions_key)
                 entries[review_id] = Entry(digest, analysis, key, found)
