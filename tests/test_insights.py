@@ -2217,10 +2217,17 @@ class PhraseTests(SynchronousTestCase):
         A phrase does not stop short of the noun its last word qualifies
         ("found a loose" of "found a loose neutral wire") or of the object
         of its last word ("dana diagnosed" of "Dana diagnosed a corroded
-        valve"); one that ends on a noun keeps it ("worth the price", "kept
-        us in the loop", "wait a week for an opening").
+        valve", "sam traced" of "Sam traced it to a cracked fitting"); one
+        that ends on a noun keeps it ("worth the price", "kept us in the
+        loop", "wait a week for an opening").
         """
         for text, aspect, phrases in [
+            (
+                "Sam traced it to a cracked fitting behind the wall.",
+                "technical_knowledge",
+                (),
+            ),
+            ("They came back and fixed it the next day.", "responsiveness", ()),
             (
                 "Dana diagnosed a corroded valve behind the dishwasher.",
                 "technical_knowledge",
@@ -2259,6 +2266,56 @@ class PhraseTests(SynchronousTestCase):
                 self.assertIn(phrase, found[aspect], text)
             if not phrases:
                 self.assertEqual(found[aspect], (), text)
+
+    def test_phrases_keep_their_sense(self) -> None:
+        """
+        A phrase is not cut from the negation before it, which would make
+        it say the opposite ("on time" of "not on time", "charge extra" of
+        "didn't charge extra"), nor from "per" ("foot price"); nor does it
+        end on a span of time the next word finishes ("estimate 3 weeks"
+        of "3 weeks out"), though one that ends the span keeps it ("four
+        days late").
+        """
+        for text, aspect, phrases in [
+            ("The crew was not on time and the price was not fair.", "punctuality", ()),
+            ("The crew was not on time and the price was not fair.", "pricing", ()),
+            ("Mike was on time and the price was fair.", "punctuality", ("on time",)),
+            (
+                "They didn't charge extra for the Saturday visit, great guys.",
+                "pricing",
+                ("didn't charge", "didn't charge extra"),
+            ),
+            (
+                "Honest guys who never try to upsell you.",
+                "honesty",
+                ("never try to upsell",),
+            ),
+            (
+                "No hidden fees, no pressure, great crew.",
+                "honesty",
+                ("no hidden fees", "no pressure"),
+            ),
+            ("Their estimate 3 weeks out was annoying.", "pricing", ()),
+            (
+                "Their estimate 3 weeks out was annoying.",
+                "scheduling",
+                ("3 weeks out",),
+            ),
+            (
+                "Cabinets arrived four days late and nobody called.",
+                "punctuality",
+                ("four days late", "days late"),
+            ),
+        ]:
+            found = {a: p for a, _, p in analyse(text).aspects}
+            self.assertEqual(found.get(aspect), phrases, text)
+        for text, problem in [
+            ("The quote used a per foot price that seemed high to me.", "high_prices"),
+            ("Their estimate 3 weeks out was annoying.", "delays"),
+        ]:
+            problems = analyse(text).problems
+            phrases = {p: [ph for _, ph in segments] for p, segments in problems}
+            self.assertEqual(phrases.get(problem), [[]], text)
 
     def test_whole_cues_end_finished(self) -> None:
         """

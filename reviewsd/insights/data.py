@@ -221,6 +221,16 @@ NOT_LAST = frozenset(w.casefold() for w in _strings(_edges["not_last"], "text"))
 OPENS_NOUN = frozenset(w.casefold() for w in _strings(_edges["opens_noun"], "text"))
 MODIFIERS = frozenset(w.casefold() for w in _strings(_edges["modifiers"], "text"))
 OPENS_OBJECT = frozenset(w.casefold() for w in _strings(_edges["opens_object"], "text"))
+#: Words a phrase may not begin right after, in its clause: a negation, cut
+#: off, leaves the opposite ("on time" of "not on time").
+NOT_AFTER = frozenset(w.casefold() for w in _strings(_edges["not_after"], "text"))
+#: Spans of time, and the words that finish one: a phrase that ends on the
+#: first right before the second stops short ("estimate 3 weeks" of "3
+#: weeks out").
+DURATIONS = frozenset(w.casefold() for w in _strings(_edges["durations"], "text"))
+AFTER_DURATIONS = frozenset(
+    w.casefold() for w in _strings(_edges["after_durations"], "text")
+)
 
 #: Misspellings common in reviews, and the word meant.
 SPELLINGS = _spellings(_documents["text.json"].get("spellings", {}))

@@ -23,7 +23,10 @@ from bisect import bisect_left, bisect_right
 
 from reviewsd.insights.data import (
     ABBREVIATIONS,
+    AFTER_DURATIONS,
+    DURATIONS,
     MODIFIERS,
+    NOT_AFTER,
     NOT_FIRST,
     NOT_LAST,
     OPENS_NOUN,
@@ -150,9 +153,11 @@ class Words:
         C{high}), and neither begin nor end with a stop word or a number
         outside them, nor with a word that leaves the phrase unfinished
         (C{text.json}'s C{phrase_edges}: not C{"not book"}, C{"months
-        past"}), nor short of the noun or the object that finishes them
-        (L{_stops_short}): for the cue C{"price"} in C{"a fair price, and
-        fast"}, C{"fair price"}.  With C{opinions} (whether each word of the
+        past"}), nor right after a negation that it would contradict
+        (L{_cut_off}: not C{"on time"} of C{"not on time"}), nor short of
+        the noun or the object that finishes them (L{_stops_short}): for
+        the cue C{"price"} in C{"a fair price, and fast"}, C{"fair
+        price"}.  With C{opinions} (whether each word of the
         sentence carries an opinion), only phrases holding such a word;
         with C{names} (whether each word is written as a name), none that
         begins with a name before the cue.
@@ -166,6 +171,7 @@ class Words:
                 and core > 1
                 and self.words[first] not in NOT_FIRST
                 and self.words[last] not in NOT_LAST
+                and not self._cut_off(first)
                 and not self._stops_short(first, last)
             )
             return [self._text(first, last)] if whole else []
@@ -183,6 +189,8 @@ class Words:
         for a in range(low, first + 1):
             if (a < first and self._stop(a)) or words[a] in NOT_FIRST:
                 continue
+            if self._cut_off(a):
+                continue
             if a < first and names is not None and names[a]:
                 continue  # "thimbleberry called back": a name, then its doing
             for b in range(last, min(high, a + MAX_PHRASE_WORDS - 1) + 1):
@@ -199,6 +207,15 @@ class Words:
                 found.append(self._text(a, b))
         return found
 
+    def _cut_off(self, a: int) -> bool:
+        """
+        Whether a phrase that begins with word C{a} would be cut from the
+        word before it in its clause, one of C{text.json}'s C{not_after}:
+        a negation it would contradict (C{"on time"} of C{"not on time"}),
+        or C{"per"} (C{"sheet price"} of C{"a per sheet price"}).
+        """
+        return a > 0 and not self.clause_breaks()[a] and self.words[a - 1] in NOT_AFTER
+
     def _stops_short(self, a: int, b: int) -> bool:
         """
         Whether the phrase of words C{a} to C{b} stops, within its clause,
@@ -208,12 +225,16 @@ class Words:
         of "Mike diagnosed a failing bearing").  After an article, a past
         participle, a number or one of C{text.json}'s modifiers qualifies a
         noun to come; a noun ends its phrase ("worth the price", "kept us in
-        the loop", "waited a week for an opening").
+        the loop", "waited a week for an opening").  A span of time stops
+        short of the word that finishes it ("estimate 3 weeks" of "3 weeks
+        out").
         """
         words = self.words
         if b + 1 == len(words) or self.clause_breaks()[b + 1]:
             return False
         word = words[b]
+        if word in DURATIONS and words[b + 1] in AFTER_DURATIONS:
+            return True
         participle = len(word) > 4 and word.endswith("ed")
         if b > a and words[b - 1] in OPENS_NOUN and not self._stop(b + 1):
             if participle or word in MODIFIERS or any(c.isdigit() for c in word):
