@@ -221,8 +221,9 @@ NOT_LAST = frozenset(w.casefold() for w in _strings(_edges["not_last"], "text"))
 OPENS_NOUN = frozenset(w.casefold() for w in _strings(_edges["opens_noun"], "text"))
 MODIFIERS = frozenset(w.casefold() for w in _strings(_edges["modifiers"], "text"))
 OPENS_OBJECT = frozenset(w.casefold() for w in _strings(_edges["opens_object"], "text"))
-#: Words a phrase may not begin right after, in its clause: a negation, cut
-#: off, leaves the opposite ("on time" of "not on time").
+#: Words a phrase may not begin right after, in its clause: cut from a
+#: negation it says the opposite ("on time" of "not on time"), cut from
+#: "per" it loses what it measures ("sheet price" of "a per sheet price").
 NOT_AFTER = frozenset(w.casefold() for w in _strings(_edges["not_after"], "text"))
 #: Spans of time, and the words that finish one: a phrase that ends on the
 #: first right before the second stops short ("estimate 3 weeks" of "3
