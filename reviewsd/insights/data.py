@@ -209,30 +209,6 @@ def _spellings(document: Any) -> dict[str, str]:
     return {k.casefold(): v.casefold() for k, v in document.items() if k != "about"}
 
 
-_edges = _documents["text.json"]["phrase_edges"]
-#: Words a phrase may not begin with, or end with: it would be unfinished.
-NOT_FIRST = frozenset(w.casefold() for w in _strings(_edges["not_first"], "text"))
-NOT_LAST = frozenset(w.casefold() for w in _strings(_edges["not_last"], "text"))
-#: Words that open a noun phrase, words that qualify its noun, and words
-#: that open a verb's object: a phrase that ends on a qualifying word right
-#: after the first stops short of its noun ("diagnosed a failing" of
-#: "diagnosed a failing bearing"), and one that ends on a verb right before
-#: the last, of its object ("mike diagnosed" of "Mike diagnosed a bearing").
-OPENS_NOUN = frozenset(w.casefold() for w in _strings(_edges["opens_noun"], "text"))
-MODIFIERS = frozenset(w.casefold() for w in _strings(_edges["modifiers"], "text"))
-OPENS_OBJECT = frozenset(w.casefold() for w in _strings(_edges["opens_object"], "text"))
-#: Words a phrase may not begin right after, in its clause: cut from a
-#: negation it says the opposite ("on time" of "not on time"), cut from
-#: "per" it loses what it measures ("sheet price" of "a per sheet price").
-NOT_AFTER = frozenset(w.casefold() for w in _strings(_edges["not_after"], "text"))
-#: Spans of time, and the words that finish one: a phrase that ends on the
-#: first right before the second stops short ("estimate 3 weeks" of "3
-#: weeks out").
-DURATIONS = frozenset(w.casefold() for w in _strings(_edges["durations"], "text"))
-AFTER_DURATIONS = frozenset(
-    w.casefold() for w in _strings(_edges["after_durations"], "text")
-)
-
 #: Misspellings common in reviews, and the word meant.
 SPELLINGS = _spellings(_documents["text.json"].get("spellings", {}))
 
@@ -246,6 +222,28 @@ def _word_lists(document: Any, name: str) -> dict[str, tuple[str, ...]]:
         if key != "about"
     }
 
+
+_edges = _word_lists(_documents["text.json"]["phrase_edges"], "text.json: phrase_edges")
+#: Words a phrase may not begin with, or end with: it would be unfinished.
+NOT_FIRST = frozenset(_edges["not_first"])
+NOT_LAST = frozenset(_edges["not_last"])
+#: Words that open a noun phrase, words that qualify its noun, and words
+#: that open a verb's object: a phrase that ends on a qualifying word right
+#: after the first stops short of its noun ("diagnosed a failing" of
+#: "diagnosed a failing bearing"), and one that ends on a verb right before
+#: the last, of its object ("mike diagnosed" of "Mike diagnosed a bearing").
+OPENS_NOUN = frozenset(_edges["opens_noun"])
+MODIFIERS = frozenset(_edges["modifiers"])
+OPENS_OBJECT = frozenset(_edges["opens_object"])
+#: Words a phrase may not begin right after, in its clause: cut from a
+#: negation it says the opposite ("on time" of "not on time"), cut from
+#: "per" it loses what it measures ("sheet price" of "a per sheet price").
+NOT_AFTER = frozenset(_edges["not_after"])
+#: Spans of time, and the words that finish one: a phrase that ends on the
+#: first right before the second stops short ("estimate 3 weeks" of "3
+#: weeks out").
+DURATIONS = frozenset(_edges["durations"])
+AFTER_DURATIONS = frozenset(_edges["after_durations"])
 
 #: The words that cut a sentence into clauses, by role (text.json's
 #: C{contrast}: turns, weak_turns, concessions, verdicts, exceptions, joins,
